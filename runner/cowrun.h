@@ -1,0 +1,156 @@
+/*
+ * cowrun.h - the workload contract: the only runner header a workload includes.
+ *
+ * A workload is one `struct cowrun_workload`.  The runner calls its members in
+ * this order, and in these processes:
+ *
+ *   parent:  setup() once            builds the shared, read-only state
+ *   parent:  ntasks(), task_name()   sizes and names the batch
+ *   worker:  run(state, k, task)     once per task, in a forked child (fork
+ *                                    mode), the parent itself (serial mode)
+ *                                    or an OpenMP thread (omp mode)
+ *   parent:  merge(state, k, rec)    once per successful task, in task order
+ *   parent:  finish(state, stdout)   the final summary
+ *   parent:  teardown(state)         frees what setup built
+ *
+ * The state setup returns is shared with every worker copy-on-write: run()
+ * must only read it.  Anything merge() and finish() accumulate must live in
+ * memory the workers never touch (so a worker never copies it).
+ *
+ * Task boundaries must not depend on the number of workers: results must be
+ * byte-identical at every -j and in every mode.
+ */
+#ifndef COWRUN_H
+#define COWRUN_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* Bumped whenever this header changes incompatibly; a loaded plugin whose
+ * struct carries another value is refused. */
+#define COWRUN_ABI_VERSION 1
+
+/* Workload flags. */
+enum {
+	/* run() uses global or static state: fine in a forked worker, wrong in
+	 * a thread.  OpenMP mode refuses such a workload. */
+	COWRUN_NOT_THREAD_SAFE = 1u << 0,
+	/* Tasks write report files: the runner creates the output directory. */
+	COWRUN_WRITES_REPORTS = 1u << 1,
+};
+
+/* Longest task name, including the terminating NUL. */
+#define COWRUN_NAME_MAX 128
+
+/* Opaque: one task being run.  Valid only during the run() call it is
+ * passed to, and only in the thread or process that run() executes in. */
+struct cowrun_task;
+
+/* ---- workload options -------------------------------------------------
+ * A declarative option table, so every workload parses its options the same
+ * way and `cowrun WORKLOAD --help` can print them with their defaults. */
+
+enum cowrun_option_type {
+	COWRUN_OPT_END = 0, /* terminates a table */
+	COWRUN_OPT_INT,     /* long long, bounded by min..max */
+	COWRUN_OPT_DOUBLE,  /* double, bounded by min..max */
+	COWRUN_OPT_STRING,  /* const char *, points into argv */
+	COWRUN_OPT_FLAG,    /* int, set to 1 when the option is given */
+};
+
+struct cowrun_option {
+	const char *name;             /* long name without the leading "--" */
+	enum cowrun_option_type type;
+	size_t offset;                /* offsetof() the field in the config */
+	double min, max;              /* bounds for INT and DOUBLE */
+	const char *argname;          /* e.g. "N", "FILE"; NULL for FLAG */
+	const char *help;             /* one line */
+};
+
+/*
+ * Parse argv[1..argc-1] (argv[0] is the workload name) against `options`
+ * into `config`, which already holds the defaults.  On a bad option or
+ * value, prints one line on stderr naming it and the reason, and returns
+ * -1; otherwise 0.  String values point into argv (they live as long as the
+ * process).  Safe to call from setup() only.
+ */
+int cowrun_parse_options(int argc, char **argv,
+			 const struct cowrun_option *options, void *config);
+
+/* ---- what a workload calls ------------------------------------------- */
+
+/*
+ * Print "cowrun: WORKLOAD: <message>" on stderr.  For setup(), merge() and
+ * finish() errors.  Inside run(), use cowrun_task_error() instead so the
+ * message reaches the parent and names the task.
+ */
+void cowrun_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/*
+ * The report file of this task: OUTDIR/<task_name>.  The text goes to a
+ * temporary file in OUTDIR that the runner fsyncs and renames to its final
+ * name only if run() returns 0 and every write succeeded; otherwise it is
+ * removed.  The runner owns the FILE: do not fclose it.  Returns NULL (after
+ * cowrun_task_error) if the file cannot be created; run() should then
+ * return -1.  Only for workloads flagged COWRUN_WRITES_REPORTS.
+ */
+FILE *cowrun_report(struct cowrun_task *task);
+
+/*
+ * Append `len` bytes to this task's result record, the bytes the parent's
+ * merge() receives.  May be called several times; the record is sent only
+ * if run() returns 0.  Returns 0, or -1 if memory ran out.
+ */
+int cowrun_emit(struct cowrun_task *task, const void *bytes, size_t len);
+
+/*
+ * Say why this task failed (one line, no trailing newline); run() then
+ * returns -1.  The parent prints it as
+ * "cowrun: WORKLOAD: task K (NAME) failed: <message>".
+ */
+void cowrun_task_error(struct cowrun_task *task, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* ---- the workload ------------------------------------------------------ */
+
+struct cowrun_workload {
+	int abi_version;              /* COWRUN_ABI_VERSION */
+	const char *name;             /* command-line name, e.g. "sales" */
+	const char *summary;          /* one line for --list */
+	const char *description;      /* a paragraph for WORKLOAD --help */
+	unsigned flags;               /* COWRUN_NOT_THREAD_SAFE | ... */
+	const struct cowrun_option *options; /* may be NULL: no options */
+	const void *defaults;         /* config holding the defaults, for --help */
+
+	/* Parent, once, before any worker exists.  argv[0] is the workload
+	 * name, the rest its options.  Returns the state, or NULL after
+	 * printing why with cowrun_error(). */
+	void *(*setup)(int argc, char **argv);
+
+	/* Parent.  The number of tasks; fixed once setup has returned. */
+	size_t (*ntasks)(const void *state);
+
+	/* Any process.  Writes task k's stable name (a file name: no '/',
+	 * at most COWRUN_NAME_MAX - 1 bytes) into buf. */
+	void (*task_name)(const void *state, size_t k, char *buf, size_t size);
+
+	/* Worker.  Runs task k: reads `state`, never writes it; writes its
+	 * report through cowrun_report(), its result with cowrun_emit().
+	 * Returns 0, or -1 after cowrun_task_error(). */
+	int (*run)(const void *state, size_t k, struct cowrun_task *task);
+
+	/* Parent, in task order, once for each task that succeeded.  The
+	 * record is only valid during the call.  Returns 0, or -1 after
+	 * cowrun_error() (a malformed record). */
+	int (*merge)(void *state, size_t k, const void *record, size_t len);
+
+	/* Parent, after the last merge.  Writes the summary to `out`.
+	 * Returns 0 or -1 after cowrun_error(). */
+	int (*finish)(void *state, FILE *out);
+
+	/* Parent, last.  Frees the state.  May be NULL. */
+	void (*teardown)(void *state);
+};
+
+#endif

@@ -1,0 +1,19 @@
+/*
+ * options.h - workload option tables: parsing (cowrun_parse_options, in
+ * cowrun.h) and the help text printed for `cowrun WORKLOAD --help`.
+ */
+#ifndef COWRUN_OPTIONS_H
+#define COWRUN_OPTIONS_H
+
+#include "cowrun.h"
+
+#include <stdio.h>
+
+/* Print the workload's usage, description and options with defaults. */
+void options_print_help(const struct cowrun_workload *w, FILE *out);
+
+/* True if the workload arguments ask for help (--help or -h before any
+ * "--"). */
+int options_want_help(int argc, char **argv);
+
+#endif

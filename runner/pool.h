@@ -1,0 +1,35 @@
+/*
+ * pool.h - fork mode: a fixed table of forked workers that share the
+ * parent's setup copy-on-write, claim tasks dynamically from a counter in
+ * shared memory, and send result records back through one pipe each.
+ */
+#ifndef COWRUN_POOL_H
+#define COWRUN_POOL_H
+
+#include "batch.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct pool_stats {
+	size_t workers;          /* size of the worker table */
+	size_t forks;            /* workers forked, replacements included */
+	size_t worker_deaths;    /* workers that died abnormally */
+	uint64_t fork_ns_total;  /* parent-side time inside fork() */
+	uint64_t fork_ns_max;
+};
+
+/*
+ * Run every task of `b` on `workers` forked workers (1 <= workers <=
+ * b->ntasks).  A worker that dies mid-task fails that task, unfinished
+ * tasks it had claimed go back to the queue, and a fresh worker is forked
+ * from this (pristine) parent.  Returns 0 once every task is resolved and
+ * every worker reaped, or -1 on an error of the runner itself (pipe, fork,
+ * memory) after killing and reaping all workers.
+ */
+int pool_run(struct batch *b, size_t workers, struct pool_stats *stats);
+
+/* Most workers this process can keep (file descriptors, processes). */
+size_t pool_max_workers(void);
+
+#endif

@@ -1,0 +1,59 @@
+/*
+ * reorder.h - the in-order merge buffer.  Results arrive in completion
+ * order; the workload's merge() must see them in task order.  The buffer
+ * keeps each early result until every task before it is resolved (merged
+ * or failed), then hands them out in order.
+ */
+#ifndef COWRUN_REORDER_H
+#define COWRUN_REORDER_H
+
+#include <stddef.h>
+
+enum reorder_state { REORDER_WAITING = 0, REORDER_READY, REORDER_FAILED, REORDER_DONE };
+
+struct reorder_slot {
+	enum reorder_state state;
+	void *record;  /* owned by the buffer while READY */
+	size_t length;
+};
+
+struct reorder {
+	struct reorder_slot *slots;
+	size_t ntasks;
+	size_t next;     /* first task not yet handed out */
+	size_t held;     /* READY or FAILED slots at or after next */
+	size_t held_bytes;
+};
+
+/* Returns 0 or -1 (ENOMEM). */
+int reorder_init(struct reorder *r, size_t ntasks);
+
+/* Task k's state (REORDER_DONE once handed out). */
+enum reorder_state reorder_state(const struct reorder *r, size_t k);
+
+/* Keep a copy of task k's record.  Returns 0, 1 if task k was already
+ * resolved (the record is ignored), or -1 (ENOMEM). */
+int reorder_put(struct reorder *r, size_t k, const void *record, size_t length);
+
+/* Mark task k failed: it will be skipped in order.  Returns 0, or 1 if it
+ * was already resolved. */
+int reorder_fail(struct reorder *r, size_t k);
+
+/*
+ * The next task in order, if it is resolved: returns 1 with *k, *failed,
+ * and for a success *record and *length (owned by the buffer, valid until the
+ * next call).  Returns 0 if the next task is still waiting or all are done.
+ */
+int reorder_next(struct reorder *r, size_t *k, int *failed,
+		 const void **record, size_t *length);
+
+/* Resolve task k as done without storing it: for a record the caller
+ * merged itself because k was next in order (saves a copy). */
+void reorder_skip_next(struct reorder *r);
+
+/* True once every task has been handed out. */
+int reorder_complete(const struct reorder *r);
+
+void reorder_free(struct reorder *r);
+
+#endif

@@ -1,0 +1,50 @@
+/*
+ * task.h - running one task, the same way in every mode: call the
+ * workload's run(), then commit its report file (fsync + rename) or throw
+ * it away, and keep its result record or its error message.
+ */
+#ifndef COWRUN_TASK_H
+#define COWRUN_TASK_H
+
+#include "cowrun.h"
+
+#include <limits.h>
+#include <stddef.h>
+
+struct cowrun_task {
+	const struct cowrun_workload *workload;
+	size_t index;
+	char name[COWRUN_NAME_MAX];
+	const char *outdir;
+	FILE *report;              /* open temporary report, or NULL */
+	char temp_path[PATH_MAX];
+	char final_path[PATH_MAX];
+	unsigned char *record;     /* result record being built */
+	size_t record_len, record_cap;
+	char error[512];           /* why it failed, when it did */
+};
+
+/* Prepare a task context; `outdir` must outlive it.  Reusable: a worker
+ * keeps one for all its tasks so the record buffer is allocated once. */
+void task_init(struct cowrun_task *t, const struct cowrun_workload *w,
+	       const char *outdir);
+
+/*
+ * Run task k of `state`.  Returns 0 with the record in t->record /
+ * t->record_len, or -1 with the reason in t->error; in both cases no
+ * temporary file is left, and a report exists under its final name only on
+ * success.
+ */
+int task_execute(struct cowrun_task *t, const void *state, size_t k);
+
+/* The temporary report path a task in process `pid` uses: the parent
+ * removes it when that worker dies mid-task. */
+void task_temp_path(char *buf, size_t size, const char *outdir,
+		    const char *name, long pid);
+
+void task_free(struct cowrun_task *t);
+
+/* The workload named in messages by cowrun_error(). */
+void task_set_current_workload(const char *name);
+
+#endif

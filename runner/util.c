@@ -1,0 +1,191 @@
+/*
+ * util.c - small helpers every runner module uses.  See util.h.
+ */
+#define _GNU_SOURCE
+#include "util.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+const char *progname = "cowrun";
+
+void warnx_(const char *fmt, ...)
+{
+	char line[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof line, fmt, ap);
+	va_end(ap);
+	/* One fprintf, so lines from several processes do not interleave. */
+	fprintf(stderr, "%s: %s\n", progname, line);
+}
+
+int write_all(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+
+	while (len > 0) {
+		ssize_t n = write(fd, p, len);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+double epoch_seconds(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+int parse_ll(const char *text, long long min, long long max, long long *out)
+{
+	char *end;
+	long long v;
+
+	errno = 0;
+	v = strtoll(text, &end, 10);
+	if (end == text || *end != '\0' || errno == EINVAL) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (errno == ERANGE || v < min || v > max) {
+		errno = ERANGE;
+		return -1;
+	}
+	*out = v;
+	return 0;
+}
+
+int parse_double(const char *text, double min, double max, double *out)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(text, &end);
+	if (end == text || *end != '\0' || !isfinite(v)) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (errno == ERANGE || v < min || v > max) {
+		errno = ERANGE;
+		return -1;
+	}
+	*out = v;
+	return 0;
+}
+
+const char *signal_name(int sig)
+{
+	static char unknown[32];
+	static char known[40];
+	const char *abbrev = sigabbrev_np(sig);
+
+	if (abbrev == NULL) {
+		snprintf(unknown, sizeof unknown, "signal %d", sig);
+		return unknown;
+	}
+	snprintf(known, sizeof known, "SIG%s", abbrev);
+	return known;
+}
+
+int signal_from_name(const char *name)
+{
+	long long number;
+
+	if (parse_ll(name, 1, NSIG - 1, &number) == 0)
+		return (int)number;
+	if (strncasecmp(name, "SIG", 3) == 0)
+		name += 3;
+	for (int sig = 1; sig < NSIG; sig++) {
+		const char *abbrev = sigabbrev_np(sig);
+		if (abbrev != NULL && strcasecmp(abbrev, name) == 0)
+			return sig;
+	}
+	return -1;
+}
+
+char *describe_wait_status(int status, char *buf, size_t size)
+{
+	if (WIFEXITED(status))
+		snprintf(buf, size, "exited with status %d", WEXITSTATUS(status));
+	else if (WIFSIGNALED(status))
+		snprintf(buf, size, "killed by %s (%s)%s",
+			 signal_name(WTERMSIG(status)),
+			 strsignal(WTERMSIG(status)),
+			 WCOREDUMP(status) ? ", core dumped" : "");
+	else
+		snprintf(buf, size, "stopped with wait status 0x%x", status);
+	return buf;
+}
+
+int cpu_count(void)
+{
+	cpu_set_t set;
+
+	if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
+		return CPU_COUNT(&set);
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+	return n > 0 ? (int)n : 1;
+}
+
+int make_dirs(const char *path)
+{
+	char buf[PATH_MAX];
+	size_t len = strlen(path);
+
+	if (len == 0 || len >= sizeof buf) {
+		errno = len ? ENAMETOOLONG : ENOENT;
+		return -1;
+	}
+	memcpy(buf, path, len + 1);
+	/* Create each prefix ending before a '/', then the whole path. */
+	for (char *p = buf + 1; ; p++) {
+		if (*p != '/' && *p != '\0')
+			continue;
+		char saved = *p;
+		*p = '\0';
+		if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+			return -1;
+		*p = saved;
+		if (saved == '\0')
+			break;
+	}
+	struct stat st;
+	if (stat(path, &st) != 0)
+		return -1;
+	if (!S_ISDIR(st.st_mode)) {
+		errno = ENOTDIR;
+		return -1;
+	}
+	return 0;
+}

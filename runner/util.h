@@ -1,0 +1,53 @@
+/*
+ * util.h - small helpers every runner module uses: complete writes,
+ * monotonic time, strict number parsing, signal names, messages.
+ */
+#ifndef COWRUN_UTIL_H
+#define COWRUN_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* The program name used in every message ("cowrun"). */
+extern const char *progname;
+
+/* Print "cowrun: <message>" on stderr. */
+void warnx_(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Write all `len` bytes to fd, retrying short writes and EINTR.
+ * Returns 0, or -1 with errno set. */
+int write_all(int fd, const void *buf, size_t len);
+
+/* Monotonic clock in nanoseconds. */
+uint64_t now_ns(void);
+
+/* Wall clock (epoch) in seconds, with sub-second precision. */
+double epoch_seconds(void);
+
+/* Parse a whole string as a base-10 integer in [min, max].
+ * Returns 0, or -1 (errno EINVAL: not a number; ERANGE: out of bounds). */
+int parse_ll(const char *text, long long min, long long max, long long *out);
+
+/* Parse a whole string as a finite double in [min, max]; as parse_ll. */
+int parse_double(const char *text, double min, double max, double *out);
+
+/* "SIGSEGV" for SIGSEGV; "signal 77" for an unknown number.  Returns a
+ * pointer to a static buffer for unknown numbers: not thread-safe then. */
+const char *signal_name(int sig);
+
+/* Signal number for "SEGV", "SIGSEGV", "sigsegv" or "11"; -1 if unknown. */
+int signal_from_name(const char *name);
+
+/* Describe a waitpid() status: "exited with status 3", "killed by SIGKILL
+ * (Killed)".  Writes into buf, returns buf. */
+char *describe_wait_status(int status, char *buf, size_t size);
+
+/* Number of CPUs this process may run on (sched_getaffinity), at least 1. */
+int cpu_count(void);
+
+/* mkdir -p: create dir and its missing parents (mode 0777 & ~umask).
+ * Returns 0, or -1 with errno set. */
+int make_dirs(const char *path);
+
+#endif

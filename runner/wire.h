@@ -1,0 +1,96 @@
+/*
+ * wire.h - the framing of result records on a worker's pipe (and, later,
+ * in saved-results files).
+ *
+ * A frame is a fixed 24-byte header followed by `length` payload bytes:
+ *
+ *   uint32 type     WIRE_RESULT (payload: the task's result record) or
+ *                   WIRE_FAILED (payload: the error message, no NUL)
+ *   uint32 magic    WIRE_MAGIC, to catch a desynchronised stream early
+ *   uint64 task     task index
+ *   uint64 length   payload bytes
+ *
+ * in the host's byte order: both ends run on the same machine.  Payloads
+ * may be far larger than a pipe buffer; the reader reassembles them.
+ */
+#ifndef COWRUN_WIRE_H
+#define COWRUN_WIRE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define WIRE_MAGIC 0x636f7752u /* "Rwoc" */
+#define WIRE_MAX_PAYLOAD ((uint64_t)1 << 40)
+
+enum wire_type { WIRE_RESULT = 1, WIRE_FAILED = 2 };
+
+struct wire_header {
+	uint32_t type;
+	uint32_t magic;
+	uint64_t task;
+	uint64_t length;
+};
+
+/* One decoded frame.  `payload` points into the reader's buffer and is
+ * valid until the next wire_reader_fill() or wire_reader_free(). */
+struct wire_frame {
+	enum wire_type type;
+	uint64_t task;
+	const unsigned char *payload;
+	size_t length;
+};
+
+/* ---- writing (worker side) ---- */
+
+/* Buffers small frames so a run of quick tasks costs one write(). */
+struct wire_writer {
+	int fd;
+	unsigned char *buf;
+	size_t len, cap;
+};
+
+/* Returns 0 or -1 (ENOMEM).  The writer does not own fd. */
+int wire_writer_init(struct wire_writer *w, int fd, size_t capacity);
+
+/* Queue one frame; frames larger than the buffer go out at once.
+ * Returns 0 or -1 with errno (a write error such as EPIPE). */
+int wire_put(struct wire_writer *w, enum wire_type type, uint64_t task,
+	     const void *payload, size_t length);
+
+/* Write out everything queued.  Returns 0 or -1 with errno. */
+int wire_flush(struct wire_writer *w);
+
+void wire_writer_free(struct wire_writer *w);
+
+/* ---- reading (parent side) ---- */
+
+struct wire_reader {
+	unsigned char *buf;
+	size_t start;  /* first unconsumed byte */
+	size_t end;    /* one past the last byte read */
+	size_t cap;
+};
+
+int wire_reader_init(struct wire_reader *r, size_t capacity);
+
+/*
+ * One read() from fd into the buffer (growing it so a large frame's payload
+ * is read in place, without another copy).  Retries EINTR.  Returns the
+ * number of bytes read, 0 at end of file, or -1 with errno (EAGAIN on an
+ * empty non-blocking pipe).  Invalidates earlier frames' payload pointers.
+ */
+long wire_reader_fill(struct wire_reader *r, int fd);
+
+/*
+ * Take the next complete frame.  Returns 1 and fills *frame, 0 if more
+ * bytes are needed, -1 if the stream is corrupt (bad magic or type, or a
+ * length over WIRE_MAX_PAYLOAD).
+ */
+int wire_reader_next(struct wire_reader *r, struct wire_frame *frame);
+
+/* Bytes received but not yet returned as a frame (a partial frame). */
+size_t wire_reader_pending(const struct wire_reader *r);
+
+void wire_reader_free(struct wire_reader *r);
+
+#endif

@@ -1,0 +1,337 @@
+/*
+ * selftest.c - a workload for testing and benchmarking the runner itself.
+ *
+ * Each task spins --work-us of CPU, sleeps --sleep-ms, and emits
+ * --result-bytes of bytes that are a pure function of the task index;
+ * merge() regenerates them and refuses any record that differs, so a
+ * framing or ordering bug cannot pass unnoticed, and the summary's checksum
+ * of all records in task order makes the merge order visible.  Tasks can
+ * be told to crash (--crash K[:SIGNAL]), to fail (--fail K) or to leave the
+ * worker without finishing (--exit K).
+ */
+#define _GNU_SOURCE
+#include "cowrun.h"
+
+#include <signal.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+struct selftest_config {
+	long long tasks, work_us, sleep_ms, result_bytes, setup_mb;
+	const char *crash, *fail, *exit_task;
+	int read_setup;
+};
+
+static const struct selftest_config selftest_defaults = { 100, 0, 0, 8, 0, NULL, NULL, NULL, 0 };
+
+static const struct cowrun_option selftest_options[] = {
+	{ "tasks", COWRUN_OPT_INT, offsetof(struct selftest_config, tasks), 0, 1e9,
+	  "N", "number of tasks" },
+	{ "work-us", COWRUN_OPT_INT, offsetof(struct selftest_config, work_us), 0, 1e9,
+	  "U", "spin U microseconds of CPU per task" },
+	{ "sleep-ms", COWRUN_OPT_INT, offsetof(struct selftest_config, sleep_ms), 0, 1e7,
+	  "M", "sleep M milliseconds per task" },
+	{ "result-bytes", COWRUN_OPT_INT, offsetof(struct selftest_config, result_bytes), 0, 1LL << 34,
+	  "B", "bytes in each task's result record" },
+	{ "setup-mb", COWRUN_OPT_INT, offsetof(struct selftest_config, setup_mb), 0, 1 << 20,
+	  "S", "setup allocates and touches S MiB of shared memory" },
+	{ "read-setup", COWRUN_OPT_FLAG, offsetof(struct selftest_config, read_setup), 0, 0,
+	  NULL, "each task reads the whole setup memory once" },
+	{ "crash", COWRUN_OPT_STRING, offsetof(struct selftest_config, crash), 0, 0,
+	  "K[:SIG]", "task K raises signal SIG (default SIGSEGV); K may be a list 3,7" },
+	{ "fail", COWRUN_OPT_STRING, offsetof(struct selftest_config, fail), 0, 0,
+	  "K", "task K returns an error; K may be a list 3,7" },
+	{ "exit", COWRUN_OPT_STRING, offsetof(struct selftest_config, exit_task), 0, 0,
+	  "K", "task K ends its process with _exit(0) mid-task; K may be a list" },
+	{ 0 },
+};
+
+/* What a task should do besides its normal work. */
+enum task_fate { FATE_NORMAL = 0, FATE_CRASH, FATE_FAIL, FATE_EXIT };
+
+struct selftest_state {
+	struct selftest_config cfg;
+	unsigned char *fate;   /* per task: enum task_fate */
+	int crash_signal;
+	unsigned char *setup;  /* --setup-mb of touched memory */
+	size_t setup_bytes;
+	uint64_t checksum;     /* parent only */
+	unsigned long long merged, merged_bytes;
+};
+
+/* splitmix64: a record's bytes are a pure function of (task, position). */
+static uint64_t mix(uint64_t x)
+{
+	x += 0x9e3779b97f4a7c15ULL;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+	return x ^ (x >> 31);
+}
+
+/* Bytes [off, off + len) of task k's record; off is a multiple of 8. */
+static void fill_record(unsigned char *buf, size_t len, size_t k, size_t off)
+{
+	uint64_t seed = mix(k);
+
+	for (size_t i = 0; i < len; i += 8) {
+		uint64_t v = mix(seed + off + i);
+		memcpy(buf + i, &v, len - i < 8 ? len - i : 8);
+	}
+}
+
+/* Signal number from "SEGV", "SIGSEGV" or "11"; -1 if unknown. */
+static int parse_signal(const char *name)
+{
+	char *end;
+	long number = strtol(name, &end, 10);
+
+	if (end != name && *end == '\0')
+		return number > 0 && number < NSIG ? (int)number : -1;
+	if (strncasecmp(name, "SIG", 3) == 0)
+		name += 3;
+	for (int sig = 1; sig < NSIG; sig++) {
+		const char *abbrev = sigabbrev_np(sig);
+		if (abbrev && strcasecmp(abbrev, name) == 0)
+			return sig;
+	}
+	return -1;
+}
+
+/* Mark the tasks in `list` ("3,7,12") with `fate`.  Returns 0 or -1 after
+ * a message naming the option. */
+static int mark_tasks(struct selftest_state *s, const char *option,
+		      const char *list, enum task_fate fate)
+{
+	const char *p = list;
+
+	for (;;) {
+		char *end;
+		long long k = strtoll(p, &end, 10);
+		if (end == p || k < 0 || (*end != ',' && *end != '\0')) {
+			cowrun_error("--%s: '%s' is not a task number list", option, list);
+			return -1;
+		}
+		if (k >= s->cfg.tasks) {
+			cowrun_error("--%s: task %lld does not exist (--tasks %lld)",
+				     option, k, s->cfg.tasks);
+			return -1;
+		}
+		s->fate[k] = (unsigned char)fate;
+		if (*end == '\0')
+			return 0;
+		p = end + 1;
+	}
+}
+
+/* --crash K[,K...][:SIG] */
+static int parse_crash(struct selftest_state *s, const char *spec)
+{
+	char list[256];
+	const char *colon = strchr(spec, ':');
+	size_t len = colon ? (size_t)(colon - spec) : strlen(spec);
+
+	s->crash_signal = SIGSEGV;
+	if (colon && (s->crash_signal = parse_signal(colon + 1)) < 0) {
+		cowrun_error("--crash: unknown signal '%s'", colon + 1);
+		return -1;
+	}
+	if (len >= sizeof list) {
+		cowrun_error("--crash: task list too long");
+		return -1;
+	}
+	memcpy(list, spec, len);
+	list[len] = '\0';
+	return mark_tasks(s, "crash", list, FATE_CRASH);
+}
+
+static int parse_fates(struct selftest_state *s)
+{
+	if (s->cfg.crash && parse_crash(s, s->cfg.crash) != 0)
+		return -1;
+	if (s->cfg.fail && mark_tasks(s, "fail", s->cfg.fail, FATE_FAIL) != 0)
+		return -1;
+	if (s->cfg.exit_task && mark_tasks(s, "exit", s->cfg.exit_task, FATE_EXIT) != 0)
+		return -1;
+	return 0;
+}
+
+/* Allocate and touch --setup-mb, so the memory is really there to share. */
+static int touch_setup(struct selftest_state *s)
+{
+	s->setup_bytes = (size_t)s->cfg.setup_mb << 20;
+	if (s->setup_bytes == 0)
+		return 0;
+	s->setup = malloc(s->setup_bytes);
+	if (s->setup == NULL) {
+		cowrun_error("cannot allocate --setup-mb %lld", s->cfg.setup_mb);
+		return -1;
+	}
+	for (size_t i = 0; i < s->setup_bytes; i++)
+		s->setup[i] = (unsigned char)(i * 31 + 7);
+	return 0;
+}
+
+static void selftest_teardown(void *state)
+{
+	struct selftest_state *s = state;
+
+	if (s) {
+		free(s->fate);
+		free(s->setup);
+		free(s);
+	}
+}
+
+static void *selftest_setup(int argc, char **argv)
+{
+	struct selftest_state *s = calloc(1, sizeof *s);
+
+	if (s == NULL) {
+		cowrun_error("out of memory");
+		return NULL;
+	}
+	s->cfg = selftest_defaults;
+	if (cowrun_parse_options(argc, argv, selftest_options, &s->cfg) != 0)
+		goto fail;
+	s->fate = calloc((size_t)s->cfg.tasks + 1, 1);
+	if (s->fate == NULL) {
+		cowrun_error("out of memory for %lld tasks", s->cfg.tasks);
+		goto fail;
+	}
+	if (parse_fates(s) != 0 || touch_setup(s) != 0)
+		goto fail;
+	return s;
+fail:
+	selftest_teardown(s);
+	return NULL;
+}
+
+static size_t selftest_ntasks(const void *state)
+{
+	return (size_t)((const struct selftest_state *)state)->cfg.tasks;
+}
+
+static void selftest_task_name(const void *state, size_t k, char *buf, size_t size)
+{
+	(void)state;
+	snprintf(buf, size, "task-%06zu", k);
+}
+
+/* Burn `us` microseconds of this thread's CPU time. */
+static void spin(long long us)
+{
+	struct timespec t0, t;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
+	do
+		clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+	while ((t.tv_sec - t0.tv_sec) * 1000000LL + (t.tv_nsec - t0.tv_nsec) / 1000 < us);
+}
+
+/* Read every byte of the shared setup once; the sum keeps it from being
+ * optimised away. */
+static unsigned read_setup(const struct selftest_state *s)
+{
+	unsigned sum = 0;
+
+	for (size_t i = 0; i < s->setup_bytes; i += 64)
+		sum += s->setup[i];
+	return sum;
+}
+
+static int selftest_run(const void *state, size_t k, struct cowrun_task *task)
+{
+	const struct selftest_state *s = state;
+	unsigned char piece[4096];
+	size_t len = (size_t)s->cfg.result_bytes;
+
+	if (s->cfg.work_us > 0)
+		spin(s->cfg.work_us);
+	if (s->cfg.sleep_ms > 0) {
+		struct timespec ts = { s->cfg.sleep_ms / 1000, (s->cfg.sleep_ms % 1000) * 1000000L };
+		while (nanosleep(&ts, &ts) != 0)
+			;
+	}
+	if (s->cfg.read_setup) {
+		unsigned sum = read_setup(s);
+		__asm__ volatile("" : : "r"(sum)); /* keep the reads */
+	}
+	switch (s->fate[k]) {
+	case FATE_CRASH: raise(s->crash_signal); break;
+	case FATE_EXIT: _exit(0);
+	case FATE_FAIL:
+		cowrun_task_error(task, "failed on purpose (--fail %zu)", k);
+		return -1;
+	default: break;
+	}
+	/* Emit in pieces: a huge record needs no second huge buffer here. */
+	for (size_t off = 0; off < len; off += sizeof piece) {
+		size_t n = len - off < sizeof piece ? len - off : sizeof piece;
+		fill_record(piece, n, k, off);
+		if (cowrun_emit(task, piece, n) != 0)
+			return -1;
+	}
+	return 0;
+}
+
+static int selftest_merge(void *state, size_t k, const void *record, size_t len)
+{
+	struct selftest_state *s = state;
+	const unsigned char *got = record;
+	unsigned char want[4096];
+	uint64_t h = mix(s->checksum ^ k);
+
+	if (len != (size_t)s->cfg.result_bytes) {
+		cowrun_error("task %zu: record of %zu bytes, expected %lld", k, len, s->cfg.result_bytes);
+		return -1;
+	}
+	for (size_t off = 0; off < len; off += sizeof want) {
+		size_t n = len - off < sizeof want ? len - off : sizeof want;
+		fill_record(want, n, k, off);
+		for (size_t i = 0; i < n; i += 8) {
+			uint64_t v = 0;
+			memcpy(&v, want + i, n - i < 8 ? n - i : 8);
+			h = mix(h ^ v);
+		}
+		if (memcmp(want, got + off, n) != 0) {
+			cowrun_error("task %zu: record differs from the expected bytes near offset %zu", k, off);
+			return -1;
+		}
+	}
+	s->checksum = h;
+	s->merged++;
+	s->merged_bytes += len;
+	return 0;
+}
+
+static int selftest_finish(void *state, FILE *out)
+{
+	const struct selftest_state *s = state;
+
+	fprintf(out, "tasks %llu of %lld merged, %llu result bytes, checksum %016llx\n",
+		s->merged, s->cfg.tasks, s->merged_bytes, (unsigned long long)s->checksum);
+	return 0;
+}
+
+const struct cowrun_workload cowrun_workload_selftest = {
+	.abi_version = COWRUN_ABI_VERSION,
+	.name = "selftest",
+	.summary = "synthetic tasks for testing and benchmarking the runner",
+	.description =
+		"Each task spins, sleeps and emits a record whose bytes are a pure function\n"
+		"of its index; merge() verifies every byte and the summary is a checksum of\n"
+		"all records in task order.  Tasks can be made to crash, fail or exit.",
+	.options = selftest_options,
+	.defaults = &selftest_defaults,
+	.setup = selftest_setup,
+	.ntasks = selftest_ntasks,
+	.task_name = selftest_task_name,
+	.run = selftest_run,
+	.merge = selftest_merge,
+	.finish = selftest_finish,
+	.teardown = selftest_teardown,
+};
