@@ -50,7 +50,7 @@ deps:
 	else echo "deps: missing packages; run as root:"; \
 		echo "  apt-get install -y $$missing"; exit 1; fi
 
-unit: $(UNIT_BIN)
+unit: $(UNIT_BIN) build/tests/reaper
 
 test: deps all unit
 	@tests/run-all
@@ -66,3 +66,7 @@ install: all
 
 clean:
 	rm -rf build bin out
+
+build/tests/reaper: tests/helpers/reaper.c
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -o $@ $<

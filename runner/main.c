@@ -14,6 +14,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -272,6 +273,9 @@ int main(int argc, char **argv)
 
 	if (rc != 0)
 		return rc < 0 ? 0 : rc;
+	/* Past a file size limit, let write() fail with EFBIG, so the task
+	 * fails with a message naming the file instead of dying. */
+	signal(SIGXFSZ, SIG_IGN);
 	task_set_current_workload(cli.workload->name);
 	if (options_want_help(cli.wargc, cli.wargv)) {
 		options_print_help(cli.workload, stdout);

@@ -325,8 +325,22 @@ static void abandon_pending(struct pool *p, const char *why)
 			batch_failed(p->batch, k, why);
 }
 
-/* Fork workers until the table is full or there is no more work for a new
- * one.  A fork failure with workers still alive only shrinks the pool. */
+/* Fork the whole table (workers <= tasks, so each has work to find).  A
+ * fork failure after the first only shrinks the pool. */
+static int start_workers(struct pool *p)
+{
+	for (size_t i = 0; i < p->nworkers; i++) {
+		if (spawn_worker(p, i) == 0)
+			continue;
+		warnx_("cannot fork worker %zu of %zu: %s", i + 1, p->nworkers, strerror(errno));
+		return p->live > 0 ? 0 : -1;
+	}
+	return 0;
+}
+
+/* After deaths: fork replacements while the table has room and there is
+ * unclaimed work for them.  A fork failure with workers still alive only
+ * shrinks the pool. */
 static int top_up(struct pool *p)
 {
 	if (p->deaths_since_progress > p->nworkers + 2) {
@@ -369,12 +383,11 @@ static void fail_current_task(struct pool *p, struct worker_slot *s,
 	struct batch *b = p->batch;
 
 	describe_wait_status(status, how, sizeof how);
-	snprintf(why, sizeof why, "worker %ld %s", (long)s->pid, how);
+	snprintf(why, sizeof why, "worker %ld %s%s", (long)s->pid, how,
+		 WIFEXITED(status) ? " before finishing the task" : "");
 	if (b->workload->flags & COWRUN_WRITES_REPORTS) {
-		char temp[PATH_MAX];
 		b->workload->task_name(b->state, (size_t)k, name, sizeof name);
-		task_temp_path(temp, sizeof temp, b->outdir, name, (long)s->pid);
-		unlink(temp);
+		task_remove_report(b->outdir, name, (long)s->pid);
 	}
 	batch_failed(b, (size_t)k, why);
 }
@@ -388,15 +401,16 @@ static void worker_ended(struct pool *p, size_t i, int status)
 	uint64_t start = atomic_load(&sh->chunk_start), end = atomic_load(&sh->chunk_end);
 	int clean = WIFEXITED(status) && WEXITSTATUS(status) == 0;
 
-	if (current != NO_TASK && batch_pending(p->batch, (size_t)current))
-		fail_current_task(p, s, current, status);
-	else if (!clean) {
+	if (!clean || current != NO_TASK)
+		p->stats->worker_deaths++;
+	if (current != NO_TASK) {
+		/* Dying mid-task settles that task: progress, of a kind. */
+		if (batch_pending(p->batch, (size_t)current))
+			fail_current_task(p, s, current, status);
+	} else if (!clean) {
 		char how[160];
 		warnx_("worker %ld %s between tasks", (long)s->pid,
 		       describe_wait_status(status, how, sizeof how));
-	}
-	if (!clean || current != NO_TASK) {
-		p->stats->worker_deaths++;
 		p->deaths_since_progress++;
 	}
 	for (uint64_t k = start; k < end && k < p->batch->ntasks; k++)
@@ -547,6 +561,8 @@ int pool_run(struct batch *b, size_t workers, struct pool_stats *stats)
 	for (size_t i = 0; i < workers; i++)
 		if (wire_reader_init(&p.slots[i].reader, PIPE_BUFFER_BYTES) != 0)
 			goto out;
+	if (start_workers(&p) != 0)
+		goto out;
 	while (!batch_complete(b)) {
 		if (top_up(&p) != 0)
 			goto out;

@@ -61,12 +61,6 @@ int cowrun_emit(struct cowrun_task *task, const void *bytes, size_t len)
 	return 0;
 }
 
-void task_temp_path(char *buf, size_t size, const char *outdir,
-		    const char *name, long pid)
-{
-	snprintf(buf, size, "%s/.%s.%ld.tmp", outdir, name, pid);
-}
-
 FILE *cowrun_report(struct cowrun_task *task)
 {
 	if (task->report != NULL)
@@ -75,10 +69,8 @@ FILE *cowrun_report(struct cowrun_task *task)
 		cowrun_task_error(task, "workload asked for a report but is not flagged COWRUN_WRITES_REPORTS");
 		return NULL;
 	}
-	task_temp_path(task->temp_path, sizeof task->temp_path, task->outdir,
-		       task->name, (long)getpid());
-	snprintf(task->final_path, sizeof task->final_path, "%s/%s",
-		 task->outdir, task->name);
+	task_report_paths(task->temp_path, task->final_path, sizeof task->temp_path,
+			  task->outdir, task->name, (long)getpid());
 	int fd = open(task->temp_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
 	if (fd < 0 || (task->report = fdopen(fd, "w")) == NULL) {
 		cowrun_task_error(task, "cannot create '%s': %s", task->temp_path, strerror(errno));
@@ -113,6 +105,24 @@ static int commit_report(struct cowrun_task *t)
 	return 0;
 }
 
+void task_report_paths(char *temp, char *final, size_t size, const char *outdir,
+		       const char *name, long pid)
+{
+	snprintf(temp, size, "%s/.%s.%ld.tmp", outdir, name, pid);
+	snprintf(final, size, "%s/%s", outdir, name);
+}
+
+void task_remove_report(const char *outdir, const char *name, long pid)
+{
+	char temp[PATH_MAX], final[PATH_MAX];
+
+	task_report_paths(temp, final, sizeof temp, outdir, name, pid);
+	unlink(temp);
+	/* A report left by an earlier run is not this run's: a failed task
+	 * has no report. */
+	unlink(final);
+}
+
 static void discard_report(struct cowrun_task *t)
 {
 	if (t->report == NULL)
@@ -142,11 +152,15 @@ int task_execute(struct cowrun_task *t, const void *state, size_t k)
 		if (t->error[0] == '\0')
 			snprintf(t->error, sizeof t->error, "run() returned %d without saying why", rc);
 		discard_report(t);
-		return -1;
+		goto failed;
 	}
 	if (t->report != NULL && commit_report(t) != 0)
-		return -1;
+		goto failed;
 	return 0;
+failed:
+	if (t->workload->flags & COWRUN_WRITES_REPORTS)
+		task_remove_report(t->outdir, t->name, (long)getpid());
+	return -1;
 }
 
 void task_free(struct cowrun_task *t)

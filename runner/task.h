@@ -37,10 +37,14 @@ void task_init(struct cowrun_task *t, const struct cowrun_workload *w,
  */
 int task_execute(struct cowrun_task *t, const void *state, size_t k);
 
-/* The temporary report path a task in process `pid` uses: the parent
- * removes it when that worker dies mid-task. */
-void task_temp_path(char *buf, size_t size, const char *outdir,
-		    const char *name, long pid);
+/* The temporary and final report paths of task `name` run by process
+ * `pid`.  Both buffers are `size` bytes. */
+void task_report_paths(char *temp, char *final, size_t size, const char *outdir,
+		       const char *name, long pid);
+
+/* Remove what a failed task leaves: its temporary file, and a report
+ * under its final name from an earlier run. */
+void task_remove_report(const char *outdir, const char *name, long pid);
 
 void task_free(struct cowrun_task *t);
 

@@ -21,12 +21,12 @@
 #include <unistd.h>
 
 struct selftest_config {
-	long long tasks, work_us, sleep_ms, result_bytes, setup_mb;
+	long long tasks, work_us, sleep_ms, result_bytes, report_bytes, setup_mb;
 	const char *crash, *fail, *exit_task;
 	int read_setup;
 };
 
-static const struct selftest_config selftest_defaults = { 100, 0, 0, 8, 0, NULL, NULL, NULL, 0 };
+static const struct selftest_config selftest_defaults = { 100, 0, 0, 8, 0, 0, NULL, NULL, NULL, 0 };
 
 static const struct cowrun_option selftest_options[] = {
 	{ "tasks", COWRUN_OPT_INT, offsetof(struct selftest_config, tasks), 0, 1e9,
@@ -37,6 +37,8 @@ static const struct cowrun_option selftest_options[] = {
 	  "M", "sleep M milliseconds per task" },
 	{ "result-bytes", COWRUN_OPT_INT, offsetof(struct selftest_config, result_bytes), 0, 1LL << 34,
 	  "B", "bytes in each task's result record" },
+	{ "report-bytes", COWRUN_OPT_INT, offsetof(struct selftest_config, report_bytes), 0, 1LL << 34,
+	  "B", "each task writes a report file of B bytes (task-NNNNNN)" },
 	{ "setup-mb", COWRUN_OPT_INT, offsetof(struct selftest_config, setup_mb), 0, 1 << 20,
 	  "S", "setup allocates and touches S MiB of shared memory" },
 	{ "read-setup", COWRUN_OPT_FLAG, offsetof(struct selftest_config, read_setup), 0, 0,
@@ -243,6 +245,24 @@ static unsigned read_setup(const struct selftest_state *s)
 	return sum;
 }
 
+/* A report of `bytes` bytes in 64-byte lines; crashes and exits come
+ * after it, so a crashed task leaves a half-made temporary file behind. */
+static int write_report(struct cowrun_task *task, size_t k, long long bytes)
+{
+	FILE *f = cowrun_report(task);
+
+	if (f == NULL)
+		return -1;
+	for (long long done = 0; done < bytes; done += 64) {
+		char line[65];
+		size_t n = bytes - done < 64 ? (size_t)(bytes - done) : 64;
+		/* 63 visible characters and a newline; the last line may be cut. */
+		snprintf(line, sizeof line, "task %-14zu byte %-38lld\n", k, done);
+		fwrite(line, 1, n, f);
+	}
+	return 0;
+}
+
 static int selftest_run(const void *state, size_t k, struct cowrun_task *task)
 {
 	const struct selftest_state *s = state;
@@ -260,6 +280,8 @@ static int selftest_run(const void *state, size_t k, struct cowrun_task *task)
 		unsigned sum = read_setup(s);
 		__asm__ volatile("" : : "r"(sum)); /* keep the reads */
 	}
+	if (s->cfg.report_bytes > 0 && write_report(task, k, s->cfg.report_bytes) != 0)
+		return -1;
 	switch (s->fate[k]) {
 	case FATE_CRASH: raise(s->crash_signal); break;
 	case FATE_EXIT: _exit(0);
@@ -325,6 +347,7 @@ const struct cowrun_workload cowrun_workload_selftest = {
 		"Each task spins, sleeps and emits a record whose bytes are a pure function\n"
 		"of its index; merge() verifies every byte and the summary is a checksum of\n"
 		"all records in task order.  Tasks can be made to crash, fail or exit.",
+	.flags = COWRUN_WRITES_REPORTS,
 	.options = selftest_options,
 	.defaults = &selftest_defaults,
 	.setup = selftest_setup,

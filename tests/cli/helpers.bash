@@ -1,0 +1,52 @@
+# Shared by the bats suites: paths, and running cowrun under the reaper so
+bats_require_minimum_version 1.5.0
+# every test also proves the run left no zombie and no orphan behind.
+
+ROOT="$(cd "$BATS_TEST_DIRNAME/../.." && pwd)"
+COWRUN="$ROOT/bin/cowrun"
+REAPER="$ROOT/build/tests/reaper"
+
+# cowrun ARGS...: bin/cowrun under the reaper.  Exit status 99 and
+# "reaper: N leftover processes" on stderr mean processes were left behind.
+cowrun() {
+	"$REAPER" "$COWRUN" "$@"
+}
+
+# Fail unless the last `run` left no processes behind.
+assert_no_leftovers() {
+	if [ "$status" -eq 99 ] || [[ "${stderr:-$output}" == *"leftover processes"* ]]; then
+		echo "processes left behind: ${stderr:-$output}" >&2
+		return 1
+	fi
+}
+
+# assert_one_line_error PATTERN: stderr is exactly one line matching PATTERN.
+assert_one_line_error() {
+	local lines
+	lines=$(printf '%s\n' "$stderr" | grep -c .)
+	if [ "$lines" -ne 1 ]; then
+		echo "expected one line on stderr, got $lines: $stderr" >&2
+		return 1
+	fi
+	if [[ "$stderr" != $1 ]]; then
+		echo "stderr '$stderr' does not match '$1'" >&2
+		return 1
+	fi
+}
+
+# Run cowrun in serial mode and with each -j given, and require identical
+# stdout (and identical report trees).  Usage: same_output_all_modes "1 2 7 0" WORKLOAD ARGS...
+same_output_all_modes() {
+	local jobs=$1; shift
+	run --separate-stderr cowrun --mode serial -o "$BATS_TEST_TMPDIR/serial" "$@"
+	[ "$status" -eq 0 ] || { echo "serial failed ($status): $stderr" >&2; return 1; }
+	local reference=$output
+	for j in $jobs; do
+		run --separate-stderr cowrun -j "$j" -o "$BATS_TEST_TMPDIR/j$j" "$@"
+		[ "$status" -eq 0 ] || { echo "-j $j failed ($status): $stderr" >&2; return 1; }
+		[ "$output" = "$reference" ] || { echo "-j $j stdout differs: $output" >&2; return 1; }
+		if [ -d "$BATS_TEST_TMPDIR/serial" ]; then
+			diff -r "$BATS_TEST_TMPDIR/serial" "$BATS_TEST_TMPDIR/j$j" >&2 || return 1
+		fi
+	done
+}
