@@ -1002,8 +1002,8 @@ static uint32_t gen_qty(struct gen *g)
 					3, 3, 4, 5, 6, 2, 1, 1, 12, 1, 24, 1 };
 	uint32_t i = rng_below(&g->rng, sizeof qty / sizeof qty[0]);
 
-	/* The big packs are rare: keep one draw in four of them. */
-	if (qty[i] >= 12 && rng_below(&g->rng, 4) != 0)
+	/* The big packs are rare: keep one draw in twelve of them. */
+	if (qty[i] >= 12 && rng_below(&g->rng, 12) != 0)
 		return 1;
 	return qty[i];
 }
@@ -1451,18 +1451,18 @@ static void report_summary(FILE *f, const struct sales *s, const struct stats *s
 	const struct tally *t = &st->all;
 
 	fprintf(f, "Summary\n");
-	fprintf(f, "  %-28s %16s\n", "Transactions", fmt_count(a, t->tx));
-	fprintf(f, "  %-28s %16s\n", "Units sold", fmt_count(a, t->units));
-	fprintf(f, "  %-28s %16s\n", "Revenue", fmt_money(a, t->revenue));
-	fprintf(f, "  %-28s %16s\n", "Average transaction", fmt_avg_money(a, t->revenue, t->tx));
-	fprintf(f, "  %-28s %16s\n", "Average units per transaction", fmt_ratio(a, t->units, t->tx));
-	fprintf(f, "  %-28s %16s\n", "Average revenue per trading day",
+	fprintf(f, "  %-31s %16s\n", "Transactions", fmt_count(a, t->tx));
+	fprintf(f, "  %-31s %16s\n", "Units sold", fmt_count(a, t->units));
+	fprintf(f, "  %-31s %16s\n", "Revenue", fmt_money(a, t->revenue));
+	fprintf(f, "  %-31s %16s\n", "Average transaction", fmt_avg_money(a, t->revenue, t->tx));
+	fprintf(f, "  %-31s %16s\n", "Average units per transaction", fmt_ratio(a, t->units, t->tx));
+	fprintf(f, "  %-31s %16s\n", "Average revenue per trading day",
 		fmt_avg_money(a, t->revenue, st->trading_days));
-	fprintf(f, "  %-28s %16s (%s of transactions)\n", "Sold below list price",
+	fprintf(f, "  %-31s %16s (%s of transactions)\n", "Sold below list price",
 		fmt_count(a, st->discounted_tx), fmt_share(b, st->discounted_tx, t->tx));
-	fprintf(f, "  %-28s %16s\n", "Discount given", fmt_money(a, st->discount));
+	fprintf(f, "  %-31s %16s\n", "Discount given", fmt_money(a, st->discount));
 	snprintf(a, sizeof a, "%" PRId64 " of %zu", st->trading_days, s->ndays);
-	fprintf(f, "  %-28s %16s", "Trading days", a);
+	fprintf(f, "  %-31s %16s", "Trading days", a);
 	if (st->first >= 0)
 		fprintf(f, " (first sale %s, last sale %s)", s->day[st->first].date,
 			s->day[st->last].date);
@@ -1711,15 +1711,18 @@ static void finish_top(FILE *out, const struct sales *s, const struct sales_resu
 	size_t n = top_stores(s->acc, s->nstores, top);
 
 	fprintf(out, "\nTop %d stores by revenue\n", TOP_STORES);
-	fprintf(out, "  %4s %6s %18s %7s %14s  %-10s %14s\n", "Rank", "Store",
-		"Revenue", "Share", "Transactions", "Best day", "");
+	fprintf(out, "  %4s %6s %18s %7s %14s  %s\n", "Rank", "Store",
+		"Revenue", "Share", "Transactions", "Best day");
 	for (size_t i = 0; i < n; i++) {
 		const struct sales_result *r = &s->acc->result[top[i]];
-		fprintf(out, "  %4zu   %04" PRId64 " %18s %7s %14s  %-10s %14s\n", i + 1,
-			r->store_id, fmt_money(a, r->revenue), fmt_share(b, r->revenue, sum->revenue),
-			fmt_count(c, r->transactions),
-			r->best_day >= 0 ? s->day[r->best_day].date : "-",
-			r->best_day >= 0 ? fmt_money(d, r->best_day_revenue) : "");
+		fprintf(out, "  %4zu   %04" PRId64 " %18s %7s %14s  ", i + 1, r->store_id,
+			fmt_money(a, r->revenue), fmt_share(b, r->revenue, sum->revenue),
+			fmt_count(c, r->transactions));
+		if (r->best_day >= 0)
+			fprintf(out, "%s %s\n", s->day[r->best_day].date,
+				fmt_money(d, r->best_day_revenue));
+		else
+			fprintf(out, "-\n");
 	}
 }
 
@@ -1773,11 +1776,12 @@ const struct cowrun_workload cowrun_workload_sales = {
 	.name = "sales",
 	.summary = "nightly sales reports: one report per store, company summary",
 	.description =
-		"Reads a CSV of sales (header: " CSV_HEADER ") or generates a\n"
-		"deterministic data set from --seed, indexes it once, then writes one\n"
-		"report per store (store-NNNN.txt: months, top products, basket\n"
-		"percentiles, best and worst day, weekdays) and prints the company\n"
-		"summary.  With --input the generator options are ignored.",
+		"Reads a CSV of sales (header " CSV_HEADER ";\n"
+		"money with at most 2 decimals) or generates a deterministic data set\n"
+		"from --seed, indexes it once, then writes one report per store\n"
+		"(store-NNNN.txt: months, top products, basket percentiles, best and\n"
+		"worst day, weekdays) and prints the company summary.  With --input\n"
+		"the generator options are ignored.",
 	.flags = COWRUN_WRITES_REPORTS,
 	.options = sales_options,
 	.defaults = &sales_defaults,
