@@ -16,7 +16,9 @@ LDLIBS = -lm
 # Debian packages the project needs: to build and test, and to benchmark.
 DEB_PACKAGES = gcc make libcmocka-dev bats pkg-config hyperfine time
 
-RUNNER_SRC = $(filter-out runner/main.c,$(wildcard runner/*.c))
+# The unit tests link the runner's modules without main and the registry
+# (which pulls in every workload).
+RUNNER_SRC = $(filter-out runner/main.c runner/registry.c,$(wildcard runner/*.c))
 WORKLOAD_SRC = $(wildcard workloads/*.c)
 RUNNER_OBJ = $(RUNNER_SRC:%.c=build/%.o)
 WORKLOAD_OBJ = $(WORKLOAD_SRC:%.c=build/%.o)
@@ -26,7 +28,7 @@ UNIT_BIN = $(UNIT_SRC:tests/unit/%.c=build/tests/%)
 .PHONY: all deps test unit demo clean install check-deps
 all: bin/cowrun
 
-bin/cowrun: build/runner/main.o $(RUNNER_OBJ) $(WORKLOAD_OBJ)
+bin/cowrun: build/runner/main.o build/runner/registry.o $(RUNNER_OBJ) $(WORKLOAD_OBJ)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS)
 

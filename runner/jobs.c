@@ -4,6 +4,7 @@
 #include "jobs.h"
 #include "util.h"
 
+#include <errno.h>
 #include <string.h>
 
 /* Largest number a -j form may carry; far above any sane worker count,
@@ -32,7 +33,8 @@ int jobs_parse(const char *text, struct jobs_spec *spec, const char **why)
 	if (digits[0] < '0' || digits[0] > '9')
 		return -1;
 	if (parse_ll(digits, 0, JOBS_VALUE_MAX, &spec->value) != 0) {
-		*why = "number out of range";
+		if (errno == ERANGE)
+			*why = "number out of range";
 		return -1;
 	}
 	if (spec->kind == JOBS_PERCENT && spec->value == 0) {

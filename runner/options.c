@@ -120,7 +120,6 @@ int options_want_help(int argc, char **argv)
 static void format_default(const struct cowrun_option *o, const void *defaults,
 			   char *buf, size_t size)
 {
-	const char *field = (const char *)defaults + o->offset;
 	long long integer;
 	double real;
 	const char *text;
@@ -128,6 +127,7 @@ static void format_default(const struct cowrun_option *o, const void *defaults,
 	buf[0] = '\0';
 	if (defaults == NULL)
 		return;
+	const char *field = (const char *)defaults + o->offset;
 	switch (o->type) {
 	case COWRUN_OPT_INT:
 		memcpy(&integer, field, sizeof integer);

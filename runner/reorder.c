@@ -16,15 +16,14 @@ int reorder_init(struct reorder *r, size_t ntasks)
 
 enum reorder_state reorder_state(const struct reorder *r, size_t k)
 {
-	return r->slots[k].state;
+	return k < r->ntasks ? r->slots[k].state : REORDER_DONE;
 }
 
 int reorder_put(struct reorder *r, size_t k, const void *record, size_t length)
 {
-	struct reorder_slot *s = &r->slots[k];
-
-	if (s->state != REORDER_WAITING)
+	if (reorder_state(r, k) != REORDER_WAITING)
 		return 1;
+	struct reorder_slot *s = &r->slots[k];
 	/* malloc(0) may return NULL: always ask for at least one byte. */
 	s->record = malloc(length ? length : 1);
 	if (s->record == NULL)
@@ -40,11 +39,9 @@ int reorder_put(struct reorder *r, size_t k, const void *record, size_t length)
 
 int reorder_fail(struct reorder *r, size_t k)
 {
-	struct reorder_slot *s = &r->slots[k];
-
-	if (s->state != REORDER_WAITING)
+	if (reorder_state(r, k) != REORDER_WAITING)
 		return 1;
-	s->state = REORDER_FAILED;
+	r->slots[k].state = REORDER_FAILED;
 	r->held++;
 	return 0;
 }
@@ -81,6 +78,8 @@ int reorder_next(struct reorder *r, size_t *k, int *failed,
 
 void reorder_skip_next(struct reorder *r)
 {
+	if (r->next >= r->ntasks || r->slots[r->next].state != REORDER_WAITING)
+		return;
 	release_previous(r);
 	r->slots[r->next].state = REORDER_DONE;
 	r->next++;

@@ -28,11 +28,11 @@ struct reorder {
 /* Returns 0 or -1 (ENOMEM). */
 int reorder_init(struct reorder *r, size_t ntasks);
 
-/* Task k's state (REORDER_DONE once handed out). */
+/* Task k's state (REORDER_DONE once handed out, and for k >= ntasks). */
 enum reorder_state reorder_state(const struct reorder *r, size_t k);
 
 /* Keep a copy of task k's record.  Returns 0, 1 if task k was already
- * resolved (the record is ignored), or -1 (ENOMEM). */
+ * resolved or does not exist (the record is ignored), or -1 (ENOMEM). */
 int reorder_put(struct reorder *r, size_t k, const void *record, size_t length);
 
 /* Mark task k failed: it will be skipped in order.  Returns 0, or 1 if it
@@ -47,8 +47,9 @@ int reorder_fail(struct reorder *r, size_t k);
 int reorder_next(struct reorder *r, size_t *k, int *failed,
 		 const void **record, size_t *length);
 
-/* Resolve task k as done without storing it: for a record the caller
- * merged itself because k was next in order (saves a copy). */
+/* Resolve the next task as done without storing it: for a record the
+ * caller merged itself because it was next in order (saves a copy).
+ * Does nothing unless the next task is still waiting. */
 void reorder_skip_next(struct reorder *r);
 
 /* True once every task has been handed out. */

@@ -66,11 +66,24 @@ double epoch_seconds(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+/* Strict: an optional '-', then digits (or a decimal number); no spaces,
+ * no '+', no hexadecimal. */
+static int plain_number(const char *text)
+{
+	if (*text == '-')
+		text++;
+	return (*text >= '0' && *text <= '9') || *text == '.';
+}
+
 int parse_ll(const char *text, long long min, long long max, long long *out)
 {
 	char *end;
 	long long v;
 
+	if (!plain_number(text)) {
+		errno = EINVAL;
+		return -1;
+	}
 	errno = 0;
 	v = strtoll(text, &end, 10);
 	if (end == text || *end != '\0' || errno == EINVAL) {
@@ -90,13 +103,18 @@ int parse_double(const char *text, double min, double max, double *out)
 	char *end;
 	double v;
 
-	errno = 0;
-	v = strtod(text, &end);
-	if (end == text || *end != '\0' || !isfinite(v)) {
+	if (!plain_number(text) || strpbrk(text, "xX") != NULL) {
 		errno = EINVAL;
 		return -1;
 	}
-	if (errno == ERANGE || v < min || v > max) {
+	errno = 0;
+	v = strtod(text, &end);
+	if (end == text || *end != '\0' || isnan(v)) {
+		errno = EINVAL;
+		return -1;
+	}
+	/* Overflow (inf) and underflow are out of range, not "not a number". */
+	if (!isfinite(v) || (errno == ERANGE && v != 0.0) || v < min || v > max) {
 		errno = ERANGE;
 		return -1;
 	}

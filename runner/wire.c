@@ -81,6 +81,10 @@ void wire_writer_free(struct wire_writer *w)
 
 int wire_reader_init(struct wire_reader *r, size_t capacity)
 {
+	/* The buffer grows to fit a frame once its header is in: it must
+	 * hold a header to begin with. */
+	if (capacity < sizeof(struct wire_header))
+		capacity = sizeof(struct wire_header);
 	r->start = r->end = 0;
 	r->cap = capacity;
 	r->buf = malloc(capacity);
@@ -128,8 +132,8 @@ long wire_reader_fill(struct wire_reader *r, int fd)
 	if (make_room(r) != 0)
 		return -1;
 	if (r->end == r->cap) {
-		/* Only possible with a corrupt header: wire_reader_next
-		 * reports it. */
+		/* A corrupt header (wire_reader_next reports it), or a
+		 * caller that did not take the complete frames first. */
 		errno = EPROTO;
 		return -1;
 	}

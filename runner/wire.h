@@ -78,6 +78,8 @@ int wire_reader_init(struct wire_reader *r, size_t capacity);
  * is read in place, without another copy).  Retries EINTR.  Returns the
  * number of bytes read, 0 at end of file, or -1 with errno (EAGAIN on an
  * empty non-blocking pipe).  Invalidates earlier frames' payload pointers.
+ * Take every complete frame with wire_reader_next() before calling it
+ * again: a full buffer of complete frames fails with EPROTO.
  */
 long wire_reader_fill(struct wire_reader *r, int fd);
 

@@ -50,7 +50,7 @@ struct sales_config {
 static const struct sales_config sales_defaults = {
 	.input = NULL,
 	.start_date = "2025-01-01",
-	.rows = 30000000,
+	.rows = 40000000,
 	.stores = 64,
 	.products = 2000,
 	.days = 365,
@@ -401,6 +401,11 @@ static const char *fmt_ratio(char *buf, int64_t num, int64_t den)
 	return buf;
 }
 
+static const char *plural(int64_t n)
+{
+	return n == 1 ? "" : "s";
+}
+
 /* How reports name a product: "1234 Organic Apples", "1234" or a CSV name. */
 static const char *product_label(const struct sales *s, uint32_t idx,
 				 char *buf, size_t size)
@@ -703,7 +708,7 @@ static int csv_fields(const struct csv *c, char **field, struct txn *t,
 	t->qty = (uint32_t)v;
 	if (parse_price(field[4], &t->price) != 0)
 		return csv_bad(c, "unit price", field[4],
-			       "expected a price like 3.49: at most 2 decimals, at most 1000000");
+			       "expected a price like 3.49: at most 2 decimals, up to 1000000.00");
 	return 0;
 }
 
@@ -887,13 +892,29 @@ static uint32_t cdf_pick(uint64_t *rng, const uint32_t *cdf, size_t n)
 	return (uint32_t)lo;
 }
 
-/* Products: random categories and prices ending in 9; popularity is a
- * Zipf-like 1/(rank+3) over a random permutation, in integers so the data
- * do not depend on libm. */
+/* Product i: a random category, a name from it, a price ending in 9. */
+static int gen_product_entry(struct gen *g, struct raw *raw, uint32_t i)
+{
+	uint32_t cat = rng_below(&g->rng, NCATEGORIES);
+	const struct category *c = &categories[cat];
+	const char *adj = adjectives[rng_below(&g->rng,
+				sizeof adjectives / sizeof adjectives[0])];
+	char name[64];
+
+	snprintf(name, sizeof name, "%s %s", adj, c->noun[rng_below(&g->rng, 6)]);
+	if (raw_add_product(raw, i + 1, name, strlen(name)) < 0)
+		return -1;
+	raw->product[i].category = cat;
+	raw->product[i].list_price = (c->min_price +
+		rng_below(&g->rng, c->max_price - c->min_price + 1)) / 10 * 10 + 9;
+	return 0;
+}
+
+/* The catalogue; popularity is a Zipf-like 1/(rank+3) over a random
+ * permutation, in integers so the data do not depend on libm. */
 static int gen_catalogue(struct gen *g, const struct sales_config *cfg,
 			 struct raw *raw)
 {
-	char name[64];
 	uint32_t n = (uint32_t)cfg->products, sum = 0;
 
 	g->pop_cdf = malloc(n * sizeof *g->pop_cdf);
@@ -901,16 +922,8 @@ static int gen_catalogue(struct gen *g, const struct sales_config *cfg,
 	if (g->pop_cdf == NULL || g->pop_product == NULL)
 		return -1;
 	for (uint32_t i = 0; i < n; i++) {
-		uint32_t cat = rng_below(&g->rng, NCATEGORIES);
-		const struct category *c = &categories[cat];
-		snprintf(name, sizeof name, "%s %s",
-			 adjectives[rng_below(&g->rng, sizeof adjectives / sizeof adjectives[0])],
-			 c->noun[rng_below(&g->rng, 6)]);
-		if (raw_add_product(raw, i + 1, name, strlen(name)) < 0)
+		if (gen_product_entry(g, raw, i) != 0)
 			return -1;
-		raw->product[i].category = cat;
-		raw->product[i].list_price = (c->min_price +
-			rng_below(&g->rng, c->max_price - c->min_price + 1)) / 10 * 10 + 9;
 		g->pop_product[i] = i;
 		sum += 1000000 / (i + 3);
 		g->pop_cdf[i] = sum;
@@ -1020,7 +1033,11 @@ static void gen_row(struct gen *g, struct raw *raw, uint32_t d, size_t nstores)
 	t->day = raw->first_day + d;
 	t->product = gen_product(g, d, raw->nproducts);
 	p = gen_promo_on(g, t->product, d);
-	t->qty = gen_qty(g) + (p && rng_below(&g->rng, 3) == 0);
+	/* One draw per statement: C leaves the order of operands unspecified,
+	 * and the data must not depend on the compiler's choice. */
+	t->qty = gen_qty(g);
+	if (p && rng_below(&g->rng, 3) == 0)
+		t->qty++; /* a promotion sells an extra unit now and then */
 	t->price = p ? p->price : raw->product[t->product].list_price;
 	raw->store[raw->n++] = store;
 }
@@ -1253,6 +1270,7 @@ out:
 
 /* ---- setup and teardown (parent) ---------------------------------------- */
 
+/* Frees everything setup built (NULL or half-built is fine). */
 static void sales_teardown(void *state)
 {
 	struct sales *s = state;
@@ -1274,6 +1292,9 @@ static void sales_teardown(void *state)
 	free(s);
 }
 
+/* Parent, once: parse the options, read or generate the sales, index them.
+ * Returns the state (freed by sales_teardown), or NULL after one line on
+ * stderr saying what failed; nothing is left allocated then. */
 static void *sales_setup(int argc, char **argv)
 {
 	struct sales_config cfg = sales_defaults;
@@ -1437,8 +1458,8 @@ static void report_header(FILE *f, const struct sales *s, uint32_t id)
 
 	fprintf(f, "%s\n%.*s\n", line, len, "==============================="
 		"==============================================================");
-	fprintf(f, "Period covered:  %s to %s (%zu days)\n", s->day[0].date,
-		s->day[s->ndays - 1].date, s->ndays);
+	fprintf(f, "Period covered:  %s to %s (%zu day%s)\n", s->day[0].date,
+		s->day[s->ndays - 1].date, s->ndays, plural((int64_t)s->ndays));
 	if (s->cfg.input)
 		fprintf(f, "Source:          %s\n\n", s->cfg.input);
 	else
@@ -1562,9 +1583,9 @@ static void report_day(FILE *f, const struct sales *s, const struct stats *st,
 		fprintf(f, "%-10s -\n", what);
 		return;
 	}
-	fprintf(f, "%-10s %s %s %14s in %s transactions\n", what, s->day[d].date,
+	fprintf(f, "%-10s %s %s %14s in %s transaction%s\n", what, s->day[d].date,
 		weekday_name[s->day[d].weekday], fmt_money(a, st->day[d].revenue),
-		fmt_count(b, st->day[d].tx));
+		fmt_count(b, st->day[d].tx), plural(st->day[d].tx));
 }
 
 static void report_weekdays(FILE *f, const struct sales *s, const struct stats *st)
@@ -1617,6 +1638,8 @@ static void report_write(FILE *f, const struct sales *s, size_t k,
 	report_categories(f, s, st);
 }
 
+/* Worker: store k's report, then its totals as the result record.  Its
+ * scratch memory is its own and freed here; the state is only read. */
 static int sales_run(const void *state, size_t k, struct cowrun_task *task)
 {
 	const struct sales *s = state;
@@ -1660,6 +1683,8 @@ static int result_valid(const struct sales *s, size_t k, const struct sales_resu
 	       r->best_day < (int64_t)s->ndays && r->best_day_revenue >= 0;
 }
 
+/* Parent, in task order: check store k's record and keep it in the
+ * accumulator (the only memory merge writes). */
 static int sales_merge(void *state, size_t k, const void *record, size_t len)
 {
 	struct sales *s = state;
@@ -1740,6 +1765,7 @@ static void finish_totals(const struct sales *s, struct sales_result *sum)
 	}
 }
 
+/* Parent: the company summary from the merged records, on out. */
 static int sales_finish(void *state, FILE *out)
 {
 	struct sales *s = state;
@@ -1753,8 +1779,8 @@ static int sales_finish(void *state, FILE *out)
 		fprintf(out, "  %-24s %s\n", "Source", s->cfg.input);
 	else
 		fprintf(out, "  %-24s generated data, seed %lld\n", "Source", s->cfg.seed);
-	fprintf(out, "  %-24s %s to %s (%zu days)\n", "Period", s->day[0].date,
-		s->day[s->ndays - 1].date, s->ndays);
+	fprintf(out, "  %-24s %s to %s (%zu day%s)\n", "Period", s->day[0].date,
+		s->day[s->ndays - 1].date, s->ndays, plural((int64_t)s->ndays));
 	fprintf(out, "  %-24s %zu of %zu\n", "Stores reported", s->acc->nmerged, s->nstores);
 	fprintf(out, "  %-24s %18s\n", "Transactions", fmt_count(a, sum.transactions));
 	fprintf(out, "  %-24s %18s\n", "Units sold", fmt_count(a, sum.units));

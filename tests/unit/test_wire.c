@@ -21,6 +21,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -31,7 +33,7 @@
 #define WRITER_CAP (64 * KIB)
 
 /* Exit codes of a writer child. */
-enum { CHILD_OK = 0, CHILD_INIT = 10, CHILD_PUT = 11, CHILD_FLUSH = 12 };
+enum { CHILD_OK = 0, CHILD_INIT = 10, CHILD_PUT = 11, CHILD_FLUSH = 12, CHILD_NOSIG = 13 };
 
 /* ---- deterministic payloads ---- */
 
@@ -263,7 +265,7 @@ static void test_round_trip_size(void **state)
 	size_t size = *(const size_t *)*state;
 	struct frame_spec f[] = {
 		{ WIRE_RESULT, 7, 5, NULL },
-		{ WIRE_RESULT, 1000000007ull, size, NULL },
+		{ WIRE_RESULT, 0x123456789abcdefull, size, NULL },
 		{ WIRE_RESULT, 9, 3, NULL },
 	};
 	round_trip(f, 3, 4096);
@@ -309,8 +311,7 @@ static void test_round_trip_failed_frame(void **state)
 	round_trip(f, 4, 4096);
 }
 
-/* ---- the writer ---- */
-
+/* Bytes waiting in a pipe. */
 static size_t pipe_bytes(int fd)
 {
 	int n = -1;
@@ -318,6 +319,153 @@ static size_t pipe_bytes(int fd)
 	assert_true(n >= 0);
 	return (size_t)n;
 }
+
+/* Frames written while a timer signal keeps interrupting the writer (no
+ * SA_RESTART), so writes come back short and must be finished. */
+static volatile sig_atomic_t alarms;
+
+static void on_alarm(int sig)
+{
+	(void)sig;
+	alarms++;
+}
+
+static void start_interrupted_writer(const struct frame_spec *f, size_t n)
+{
+	int p[2];
+
+	assert_int_equal(pipe(p), 0);
+	fflush(NULL);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct sigaction sa;
+		struct itimerval every = { { 0, 50 }, { 0, 50 } };
+		memset(&sa, 0, sizeof sa);
+		sa.sa_handler = on_alarm;
+		sigemptyset(&sa.sa_mask);
+		close(p[0]);
+		if (sigaction(SIGALRM, &sa, NULL) != 0 ||
+		    setitimer(ITIMER_REAL, &every, NULL) != 0)
+			_exit(CHILD_INIT);
+		child_write(p[1], f, n);
+	}
+	close(p[1]);
+	child_pid = pid;
+	child_fd = p[0];
+}
+
+static void test_round_trip_interrupted_writer(void **state)
+{
+	(void)state;
+	struct frame_spec f[64];
+	size_t n = 0;
+	for (size_t i = 0; i < 16; i++) {
+		f[n++] = (struct frame_spec){ WIRE_RESULT, n, 4 * MIB - i * 4099, NULL };
+		f[n++] = (struct frame_spec){ WIRE_RESULT, n, 70 * KIB + i, NULL };
+		f[n++] = (struct frame_spec){ WIRE_RESULT, n, i * 3, NULL };
+		f[n++] = (struct frame_spec){ WIRE_FAILED, n, 0, "interrupted" };
+	}
+	pattern_ensure(4 * MIB);
+	start_interrupted_writer(f, n);
+	read_and_check(f, n, 4096);
+	close(child_fd);
+	child_fd = -1;
+	wait_writer_ok();
+}
+
+/*
+ * A frame's header itself cut short: the pipe is filled so that exactly 10
+ * bytes fit (the kernel merges the first 10 header bytes into the last,
+ * partly filled page), then the parent interrupts the blocked writev with
+ * a signal, so it returns 10 and the writer must finish the header.
+ */
+static volatile sig_atomic_t *usr1_seen; /* in memory shared with the child */
+
+static void on_usr1(int sig)
+{
+	(void)sig;
+	*usr1_seen = 1;
+}
+
+static void test_writer_short_header_write(void **state)
+{
+	(void)state;
+	int p[2];
+	const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	/* header + payload = 32 pages + 10: the first writev merges 10 bytes */
+	struct frame_spec f[] = {
+		{ WIRE_RESULT, 77, 32 * page + 10 - sizeof(struct wire_header), NULL },
+		{ WIRE_RESULT, 78, 5, NULL },
+	};
+
+	pattern_ensure(f[0].length);
+	void *shared = mmap(NULL, sizeof *usr1_seen, PROT_READ | PROT_WRITE,
+			    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	assert_true(shared != MAP_FAILED);
+	usr1_seen = shared;
+	*usr1_seen = 0;
+	assert_int_equal(pipe(p), 0);
+	int cap = fcntl(p[1], F_GETPIPE_SZ);
+	assert_true(cap >= (int)page);
+	size_t filler = (size_t)cap - 10;
+	unsigned char *junk = calloc(filler, 1);
+	assert_non_null(junk);
+	fflush(NULL);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct sigaction sa;
+		memset(&sa, 0, sizeof sa);
+		sa.sa_handler = on_usr1; /* no SA_RESTART */
+		sigemptyset(&sa.sa_mask);
+		close(p[0]);
+		if (sigaction(SIGUSR1, &sa, NULL) != 0 ||
+		    write(p[1], junk, filler) != (ssize_t)filler)
+			_exit(CHILD_INIT);
+		struct wire_writer w;
+		if (wire_writer_init(&w, p[1], WRITER_CAP) != 0)
+			_exit(CHILD_INIT);
+		for (size_t i = 0; i < 2; i++)
+			if (wire_put(&w, f[i].type, f[i].task, spec_payload(&f[i]), f[i].length) != 0)
+				_exit(CHILD_PUT);
+		if (wire_flush(&w) != 0)
+			_exit(CHILD_FLUSH);
+		_exit(*usr1_seen ? CHILD_OK : CHILD_NOSIG);
+	}
+	close(p[1]);
+	child_pid = pid;
+	child_fd = p[0];
+	/* wait for the pipe to be full: filler + 10 header bytes */
+	for (int tries = 0; pipe_bytes(p[0]) < (size_t)cap; tries++) {
+		assert_true(tries < 5000);
+		usleep(1000);
+	}
+	assert_int_equal(pipe_bytes(p[0]), (size_t)cap);
+	usleep(2000);
+	assert_int_equal(kill(pid, SIGUSR1), 0);
+	/* the handler runs once writev has returned its 10 bytes; read only
+	 * then, or the writer would go on with the room the read makes */
+	for (int tries = 0; !*usr1_seen; tries++) {
+		assert_true(tries < 5000);
+		usleep(1000);
+	}
+	size_t got = 0;
+	while (got < filler) {
+		ssize_t n = read(p[0], junk, filler - got);
+		assert_true(n > 0);
+		got += (size_t)n;
+	}
+	free(junk);
+	read_and_check(f, 2, 4096);
+	close(child_fd);
+	child_fd = -1;
+	wait_writer_ok();
+	munmap(shared, sizeof *usr1_seen);
+	usr1_seen = NULL;
+}
+
+/* ---- the writer ---- */
 
 /* The bytes wire_put sends are exactly the documented layout. */
 static void test_writer_layout(void **state)
@@ -489,8 +637,8 @@ static const struct frame_spec mixed[] = {
 	{ WIRE_FAILED, 3, 0, "task 3 failed: division by zero" },
 	{ WIRE_RESULT, 4, 24, NULL },
 	{ WIRE_RESULT, 5, 3000, NULL }, /* larger than the reader's buffer */
-	{ WIRE_RESULT, 6, 0, NULL },
-	{ WIRE_RESULT, 7, 25, NULL },
+	{ WIRE_RESULT, UINT64_MAX, 0, NULL },
+	{ WIRE_RESULT, 0x100000007ull, 25, NULL },
 	{ WIRE_RESULT, 8, 4095, NULL },
 };
 
@@ -708,6 +856,8 @@ int main(void)
 		cmocka_unit_test_teardown(test_round_trip_all_sizes_one_stream, teardown_child),
 		cmocka_unit_test_teardown(test_round_trip_many_small, teardown_child),
 		cmocka_unit_test_teardown(test_round_trip_failed_frame, teardown_child),
+		cmocka_unit_test_teardown(test_round_trip_interrupted_writer, teardown_child),
+		cmocka_unit_test_teardown(test_writer_short_header_write, teardown_child),
 		cmocka_unit_test(test_writer_layout),
 		cmocka_unit_test_teardown(test_writer_buffering, teardown_child),
 		cmocka_unit_test(test_writer_epipe),
