@@ -10,7 +10,7 @@ DESTDIR ?=
 CC ?= gcc
 CFLAGS ?= -O2 -g
 WARNINGS = -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes
-ALL_CFLAGS = -std=gnu11 $(WARNINGS) -Irunner $(CFLAGS)
+ALL_CFLAGS = -std=gnu11 $(WARNINGS) -fopenmp -Irunner $(CFLAGS)
 LDLIBS = -lm
 
 # Debian packages the project needs: to build and test, and to benchmark.

@@ -1,7 +1,8 @@
 /*
  * batch.h - one run of a workload, as every executor (serial, fork pool,
- * OpenMP) sees it: the state setup built, the task count, and the in-order
- * merge of outcomes as they arrive.
+ * OpenMP) sees it: the state setup built, which tasks to run, and what to
+ * do with each outcome as it arrives: merge it in task order, or save it
+ * (--save-results), and note when and where it ran (--timeline).
  */
 #ifndef COWRUN_BATCH_H
 #define COWRUN_BATCH_H
@@ -10,39 +11,67 @@
 #include "reorder.h"
 
 #include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+struct results_writer;
 
 struct batch {
 	const struct cowrun_workload *workload;
 	void *state;
 	size_t ntasks;
-	const char *outdir;     /* where reports go */
+	const char *outdir;      /* where reports go */
+	const size_t *selected;  /* ascending task indices to run; NULL: all */
+	size_t nselected;
+	struct results_writer *save; /* set: save outcomes instead of merging */
+	FILE *timeline;          /* set: one CSV row per finished task */
+	uint64_t started_ns;     /* task phase start, timeline origin */
+	uint64_t ended_ns;       /* task phase end */
 	struct reorder reorder;
 	size_t succeeded, failed;
-	int merge_failed;       /* a merge() returned -1: the summary is wrong */
+	int merge_failed;        /* a merge() or a save failed: output is wrong */
 	int verbose;
 };
 
-/* Set up the in-order buffer for b->ntasks tasks.  Returns 0 or -1. */
+/* Set up the in-order buffer and leave unselected tasks out.  Returns 0
+ * or -1 (ENOMEM). */
 int batch_init(struct batch *b);
 
+/* How many tasks this run executes, and the i-th of them. */
+static inline size_t batch_count(const struct batch *b)
+{
+	return b->selected ? b->nselected : b->ntasks;
+}
+
+static inline size_t batch_task(const struct batch *b, size_t i)
+{
+	return b->selected ? b->selected[i] : i;
+}
+
 /*
- * Task k succeeded with this record: merge it and everything after it that
- * is now in order.  The record is copied only if it has to wait.  Returns
- * 0, or -1 if memory ran out (the caller stops the run).
+ * Task k succeeded with this record: merge (or save) it and everything
+ * after it that is now in order.  The record is copied only if it has to
+ * wait.  Returns 0, or -1 if memory ran out (the caller stops the run).
  */
 int batch_result(struct batch *b, size_t k, const void *record, size_t length);
 
 /* Task k failed: print "cowrun: W: task K (NAME) failed: why" and skip it
- * in the merge order.  Ignored if k is already resolved. */
+ * in the merge order (a save keeps the message).  Ignored if k is already
+ * resolved. */
 void batch_failed(struct batch *b, size_t k, const char *why);
 
 /* True while task k has neither succeeded nor failed. */
 int batch_pending(const struct batch *b, size_t k);
 
-/* True once every task is merged or skipped. */
+/* True once every selected task is merged or skipped. */
 int batch_complete(const struct batch *b);
 
-/* Run every task in this process, in order: the reference executor. */
+/* A --timeline row: task k ran on `worker` (slot or thread number) in
+ * process `pid` between two CLOCK_MONOTONIC times. */
+void batch_timeline(struct batch *b, size_t k, unsigned worker, long pid,
+		    uint64_t start_ns, uint64_t end_ns, int ok);
+
+/* Run the selected tasks in this process, in order: the reference. */
 int serial_run(struct batch *b);
 
 void batch_free(struct batch *b);

@@ -2,7 +2,8 @@
  * pool.c - fork mode.
  *
  * The parent forks a fixed table of workers after setup.  Tasks are handed
- * out through a counter in a small MAP_SHARED area: a worker claims a chunk
+ * out through a counter in a small MAP_SHARED area (counting positions in
+ * the batch's list of selected tasks): a worker claims a chunk
  * of consecutive tasks with one atomic add, sized from how long its last
  * chunk took (one task at a time for slow tasks, up to CHUNK_MAX for
  * trivial ones), so dispatch costs a few nanoseconds and a slow task never
@@ -51,7 +52,7 @@ enum { WORKER_EXIT_PIPE = 120, WORKER_EXIT_NOMEM = 121, WORKER_EXIT_ORPHAN = 122
 /* What one worker is doing.  Written by the worker, read by the parent
  * after reaping it.  One cache line each, so workers never contend. */
 struct shared_slot {
-	_Atomic uint64_t current;     /* task being run, NO_TASK between tasks */
+	_Atomic uint64_t current;     /* position being run, NO_TASK between */
 	_Atomic uint64_t chunk_start; /* claimed tasks whose results may */
 	_Atomic uint64_t chunk_end;   /* still be unsent */
 } __attribute__((aligned(64)));
@@ -84,7 +85,7 @@ struct pool {
 	size_t shared_size;
 	struct shared_area *shared;
 	struct shared_slot *shared_slots;
-	uint64_t *requeue;        /* in the shared map */
+	uint64_t *requeue;        /* positions, in the shared map */
 	size_t requeue_cap;
 	pid_t parent_pid;
 	size_t deaths_since_progress;
@@ -152,7 +153,7 @@ static int claim_requeued(struct pool *p, uint64_t *task)
  * counter.  Publishes the claim.  Returns how many (0: nothing left). */
 static size_t claim(struct pool *p, struct shared_slot *me, size_t want, uint64_t *first)
 {
-	uint64_t ntasks = p->batch->ntasks;
+	uint64_t ntasks = batch_count(p->batch);
 
 	if (claim_requeued(p, first)) {
 		publish_claim(me, *first, *first + 1);
@@ -167,17 +168,33 @@ static size_t claim(struct pool *p, struct shared_slot *me, size_t want, uint64_
 	return (size_t)(end - start);
 }
 
-/* Run task k and queue its frame.  Returns 0, or -1 if the pipe failed. */
-static int run_and_send(struct pool *p, struct shared_slot *me,
-			struct cowrun_task *task, struct wire_writer *out, uint64_t k)
+/* For --timeline: when and where the task ran. */
+static int send_timing(struct wire_writer *out, size_t k, size_t worker,
+		       uint64_t start, int ok)
 {
+	struct wire_timing t = { start, now_ns(), (uint32_t)worker, ok };
+
+	return wire_put(out, WIRE_TIMING, k, &t, sizeof t);
+}
+
+/* Run the task at position pos and queue its frame.  Returns 0, or -1 if
+ * the pipe failed. */
+static int run_and_send(struct pool *p, size_t worker, struct cowrun_task *task,
+			struct wire_writer *out, uint64_t pos)
+{
+	struct shared_slot *me = &p->shared_slots[worker];
+	size_t k = batch_task(p->batch, (size_t)pos);
+	uint64_t start = now_ns();
 	int rc;
 
-	atomic_store_explicit(&me->current, k, memory_order_relaxed);
-	if (task_execute(task, p->batch->state, (size_t)k) == 0)
+	atomic_store_explicit(&me->current, pos, memory_order_relaxed);
+	int ok = task_execute(task, p->batch->state, k) == 0;
+	if (ok)
 		rc = wire_put(out, WIRE_RESULT, k, task->record, task->record_len);
 	else
 		rc = wire_put(out, WIRE_FAILED, k, task->error, strlen(task->error));
+	if (rc == 0 && p->batch->timeline)
+		rc = send_timing(out, k, worker, start, ok);
 	atomic_store_explicit(&me->current, NO_TASK, memory_order_relaxed);
 	return rc;
 }
@@ -211,16 +228,17 @@ static void __attribute__((noreturn)) worker_main(struct pool *p, size_t i, int 
 		/* Flush before claiming: unsent results stay in one chunk. */
 		if (wire_flush(&out) != 0)
 			_exit(WORKER_EXIT_PIPE);
-		uint64_t left = p->batch->ntasks - atomic_load_explicit(
+		uint64_t count = batch_count(p->batch);
+		uint64_t left = count - atomic_load_explicit(
 			&p->shared->next_task, memory_order_relaxed);
 		size_t want = next_chunk_size(last_size, last_ns,
-			left > p->batch->ntasks ? 0 : left, p->nworkers);
+			left > count ? 0 : left, p->nworkers);
 		size_t n = claim(p, me, want, &first);
 		if (n == 0)
 			break;
 		uint64_t start = now_ns();
-		for (uint64_t k = first; k < first + n; k++)
-			if (run_and_send(p, me, &task, &out, k) != 0)
+		for (uint64_t pos = first; pos < first + n; pos++)
+			if (run_and_send(p, i, &task, &out, pos) != 0)
 				_exit(WORKER_EXIT_PIPE);
 		last_size = n;
 		last_ns = now_ns() - start;
@@ -238,7 +256,7 @@ static int pool_init(struct pool *p, struct batch *b, size_t workers,
 	p->nworkers = workers;
 	p->stats = stats;
 	p->parent_pid = getpid();
-	p->requeue_cap = b->ntasks;
+	p->requeue_cap = batch_count(b);
 	p->slots = calloc(workers, sizeof *p->slots);
 	p->pollfds = calloc(workers, sizeof *p->pollfds);
 	p->poll_slot = calloc(workers, sizeof *p->poll_slot);
@@ -272,10 +290,11 @@ static void pool_free(struct pool *p)
 static uint64_t tasks_unclaimed(const struct pool *p)
 {
 	uint64_t next = atomic_load(&p->shared->next_task);
+	uint64_t count = batch_count(p->batch);
 	uint64_t requeued = atomic_load(&p->shared->requeue_count) -
 			    atomic_load(&p->shared->requeue_taken);
 
-	return (next < p->batch->ntasks ? p->batch->ntasks - next : 0) + requeued;
+	return (next < count ? count - next : 0) + requeued;
 }
 
 /* Fork the worker for table slot i.  Returns 0 or -1 with errno. */
@@ -362,7 +381,7 @@ static int top_up(struct pool *p)
 	return 0;
 }
 
-static void requeue_task(struct pool *p, uint64_t k)
+static void requeue_position(struct pool *p, uint64_t pos)
 {
 	uint64_t count = atomic_load(&p->shared->requeue_count);
 
@@ -370,14 +389,14 @@ static void requeue_task(struct pool *p, uint64_t k)
 	 * the sweep in pool_run picks it up once the pool is idle. */
 	if (count >= p->requeue_cap)
 		return;
-	p->requeue[count] = k;
+	p->requeue[count] = pos;
 	atomic_store_explicit(&p->shared->requeue_count, count + 1, memory_order_release);
 }
 
 /* The task a dead worker was running failed: say how, and remove the
  * temporary report it left. */
 static void fail_current_task(struct pool *p, struct worker_slot *s,
-			      uint64_t k, int status)
+			      size_t k, int status)
 {
 	char how[160], why[256], name[COWRUN_NAME_MAX];
 	struct batch *b = p->batch;
@@ -386,10 +405,10 @@ static void fail_current_task(struct pool *p, struct worker_slot *s,
 	snprintf(why, sizeof why, "worker %ld %s%s", (long)s->pid, how,
 		 WIFEXITED(status) ? " before finishing the task" : "");
 	if (b->workload->flags & COWRUN_WRITES_REPORTS) {
-		b->workload->task_name(b->state, (size_t)k, name, sizeof name);
+		b->workload->task_name(b->state, k, name, sizeof name);
 		task_remove_report(b->outdir, name, (long)s->pid);
 	}
-	batch_failed(b, (size_t)k, why);
+	batch_failed(b, k, why);
 }
 
 /* A worker has been reaped: settle its current task and its chunk. */
@@ -405,17 +424,18 @@ static void worker_ended(struct pool *p, size_t i, int status)
 		p->stats->worker_deaths++;
 	if (current != NO_TASK) {
 		/* Dying mid-task settles that task: progress, of a kind. */
-		if (batch_pending(p->batch, (size_t)current))
-			fail_current_task(p, s, current, status);
+		size_t k = batch_task(p->batch, (size_t)current);
+		if (batch_pending(p->batch, k))
+			fail_current_task(p, s, k, status);
 	} else if (!clean) {
 		char how[160];
 		warnx_("worker %ld %s between tasks", (long)s->pid,
 		       describe_wait_status(status, how, sizeof how));
 		p->deaths_since_progress++;
 	}
-	for (uint64_t k = start; k < end && k < p->batch->ntasks; k++)
-		if (k != current && batch_pending(p->batch, (size_t)k))
-			requeue_task(p, k);
+	for (uint64_t pos = start; pos < end && pos < batch_count(p->batch); pos++)
+		if (pos != current && batch_pending(p->batch, batch_task(p->batch, (size_t)pos)))
+			requeue_position(p, pos);
 	s->state = SLOT_DONE;
 	p->live--;
 }
@@ -449,6 +469,15 @@ static int take_frame(struct pool *p, struct worker_slot *s, const struct wire_f
 		       (unsigned long long)f->task, p->batch->ntasks);
 		return 1;
 	}
+	if (f->type == WIRE_TIMING && f->length == sizeof(struct wire_timing)) {
+		struct wire_timing t;
+		memcpy(&t, f->payload, sizeof t);
+		batch_timeline(p->batch, (size_t)f->task, t.worker, (long)s->pid,
+			       t.start_ns, t.end_ns, t.ok);
+		return 0;
+	}
+	if (f->type != WIRE_RESULT && f->type != WIRE_FAILED)
+		return 1;
 	p->deaths_since_progress = 0;
 	if (f->type == WIRE_RESULT)
 		return batch_result(p->batch, (size_t)f->task, f->payload, f->length);
@@ -523,9 +552,9 @@ static size_t sweep_unresolved(struct pool *p)
 
 	atomic_store(&p->shared->requeue_count, 0);
 	atomic_store(&p->shared->requeue_taken, 0);
-	for (uint64_t k = 0; k < next && k < p->batch->ntasks; k++)
-		if (batch_pending(p->batch, (size_t)k)) {
-			requeue_task(p, k);
+	for (uint64_t pos = 0; pos < next && pos < batch_count(p->batch); pos++)
+		if (batch_pending(p->batch, batch_task(p->batch, (size_t)pos))) {
+			requeue_position(p, pos);
 			found++;
 		}
 	return found;

@@ -20,8 +20,8 @@ struct pool_stats {
 };
 
 /*
- * Run every task of `b` on `workers` forked workers (1 <= workers <=
- * b->ntasks).  A worker that dies mid-task fails that task, unfinished
+ * Run the batch's selected tasks on `workers` forked workers (1 <= workers
+ * <= batch_count(b)).  A worker that dies mid-task fails that task, unfinished
  * tasks it had claimed go back to the queue, and a fresh worker is forked
  * from this (pristine) parent.  Returns 0 once every task is resolved and
  * every worker reaped, or -1 on an error of the runner itself (pipe, fork,

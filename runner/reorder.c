@@ -19,7 +19,9 @@ enum reorder_state reorder_state(const struct reorder *r, size_t k)
 	return k < r->ntasks ? r->slots[k].state : REORDER_DONE;
 }
 
-int reorder_put(struct reorder *r, size_t k, const void *record, size_t length)
+/* Hold a copy of `bytes` for waiting task k in state `state`. */
+static int hold(struct reorder *r, size_t k, enum reorder_state state,
+		const void *bytes, size_t length)
 {
 	if (reorder_state(r, k) != REORDER_WAITING)
 		return 1;
@@ -29,21 +31,28 @@ int reorder_put(struct reorder *r, size_t k, const void *record, size_t length)
 	if (s->record == NULL)
 		return -1;
 	if (length)
-		memcpy(s->record, record, length);
+		memcpy(s->record, bytes, length);
 	s->length = length;
-	s->state = REORDER_READY;
+	s->state = state;
 	r->held++;
 	r->held_bytes += length;
 	return 0;
 }
 
-int reorder_fail(struct reorder *r, size_t k)
+int reorder_put(struct reorder *r, size_t k, const void *record, size_t length)
 {
-	if (reorder_state(r, k) != REORDER_WAITING)
-		return 1;
-	r->slots[k].state = REORDER_FAILED;
-	r->held++;
-	return 0;
+	return hold(r, k, REORDER_READY, record, length);
+}
+
+int reorder_fail(struct reorder *r, size_t k, const char *message, size_t length)
+{
+	return hold(r, k, REORDER_FAILED, message, length);
+}
+
+void reorder_exclude(struct reorder *r, size_t k)
+{
+	if (reorder_state(r, k) == REORDER_WAITING)
+		r->slots[k].state = REORDER_EXCLUDED;
 }
 
 /* Free the record handed out by the previous reorder_next(). */
@@ -60,6 +69,8 @@ int reorder_next(struct reorder *r, size_t *k, int *failed,
 		 const void **record, size_t *length)
 {
 	release_previous(r);
+	while (r->next < r->ntasks && r->slots[r->next].state == REORDER_EXCLUDED)
+		r->slots[r->next++].state = REORDER_DONE;
 	if (r->next >= r->ntasks)
 		return 0;
 	struct reorder_slot *s = &r->slots[r->next];
@@ -78,16 +89,22 @@ int reorder_next(struct reorder *r, size_t *k, int *failed,
 
 void reorder_skip_next(struct reorder *r)
 {
+	release_previous(r);
+	while (r->next < r->ntasks && r->slots[r->next].state == REORDER_EXCLUDED)
+		r->slots[r->next++].state = REORDER_DONE;
 	if (r->next >= r->ntasks || r->slots[r->next].state != REORDER_WAITING)
 		return;
-	release_previous(r);
 	r->slots[r->next].state = REORDER_DONE;
 	r->next++;
 }
 
 int reorder_complete(const struct reorder *r)
 {
-	return r->next >= r->ntasks;
+	size_t next = r->next;
+
+	while (next < r->ntasks && r->slots[next].state == REORDER_EXCLUDED)
+		next++;
+	return next >= r->ntasks;
 }
 
 void reorder_free(struct reorder *r)

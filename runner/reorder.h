@@ -9,7 +9,13 @@
 
 #include <stddef.h>
 
-enum reorder_state { REORDER_WAITING = 0, REORDER_READY, REORDER_FAILED, REORDER_DONE };
+enum reorder_state {
+	REORDER_WAITING = 0,
+	REORDER_READY,     /* record held */
+	REORDER_FAILED,    /* failed; its message held as the record */
+	REORDER_EXCLUDED,  /* not part of this run (--tasks, --shard) */
+	REORDER_DONE,      /* handed out */
+};
 
 struct reorder_slot {
 	enum reorder_state state;
@@ -35,14 +41,20 @@ enum reorder_state reorder_state(const struct reorder *r, size_t k);
  * resolved or does not exist (the record is ignored), or -1 (ENOMEM). */
 int reorder_put(struct reorder *r, size_t k, const void *record, size_t length);
 
-/* Mark task k failed: it will be skipped in order.  Returns 0, or 1 if it
- * was already resolved. */
-int reorder_fail(struct reorder *r, size_t k);
+/* Mark task k failed, keeping a copy of its message: it is handed out in
+ * order with *failed set.  Returns 0, 1 if it was already resolved, or -1
+ * (ENOMEM). */
+int reorder_fail(struct reorder *r, size_t k, const char *message, size_t length);
+
+/* Leave task k out of this run: reorder_next passes over it silently.
+ * Only before any record arrives. */
+void reorder_exclude(struct reorder *r, size_t k);
 
 /*
  * The next task in order, if it is resolved: returns 1 with *k, *failed,
- * and for a success *record and *length (owned by the buffer, valid until the
- * next call).  Returns 0 if the next task is still waiting or all are done.
+ * and *record and *length: the result, or the failure message (owned by
+ * the buffer, valid until the next call).  Excluded tasks are passed over.
+ * Returns 0 if the next task is still waiting or all are done.
  */
 int reorder_next(struct reorder *r, size_t *k, int *failed,
 		 const void **record, size_t *length);

@@ -4,8 +4,13 @@
  *
  * A frame is a fixed 24-byte header followed by `length` payload bytes:
  *
- *   uint32 type     WIRE_RESULT (payload: the task's result record) or
- *                   WIRE_FAILED (payload: the error message, no NUL)
+ *   uint32 type     WIRE_RESULT (payload: the task's result record),
+ *                   WIRE_FAILED (payload: the error message, no NUL),
+ *                   WIRE_TIMING (payload: struct wire_timing),
+ *                   WIRE_IDENTITY (first frame of a saved-results file:
+ *                   who saved it; task = number of tasks), or
+ *                   WIRE_END (last frame of a saved-results file; task =
+ *                   number of frames before it)
  *   uint32 magic    WIRE_MAGIC, to catch a desynchronised stream early
  *   uint64 task     task index
  *   uint64 length   payload bytes
@@ -22,7 +27,21 @@
 #define WIRE_MAGIC 0x636f7752u /* "Rwoc" */
 #define WIRE_MAX_PAYLOAD ((uint64_t)1 << 40)
 
-enum wire_type { WIRE_RESULT = 1, WIRE_FAILED = 2 };
+enum wire_type {
+	WIRE_RESULT = 1,
+	WIRE_FAILED = 2,
+	WIRE_TIMING = 3,
+	WIRE_IDENTITY = 4,
+	WIRE_END = 5,
+};
+
+/* When and where a task ran (CLOCK_MONOTONIC, which every process on the
+ * machine shares), for --timeline. */
+struct wire_timing {
+	uint64_t start_ns, end_ns;
+	uint32_t worker;
+	int32_t ok;
+};
 
 struct wire_header {
 	uint32_t type;

@@ -182,12 +182,13 @@ static void test_failed_skipped_in_order(void **state)
 	const void *record;
 
 	assert_int_equal(reorder_init(&r, 6), 0);
-	assert_int_equal(reorder_fail(&r, 1), 0);
+	assert_int_equal(reorder_fail(&r, 1, "x", 1), 0);
 	assert_int_equal(reorder_state(&r, 1), REORDER_FAILED);
 	put_record(&r, 2);
-	assert_int_equal(reorder_fail(&r, 4), 0);
+	assert_int_equal(reorder_fail(&r, 4, "x", 1), 0);
 	assert_int_equal(r.held, 3);
-	assert_int_equal(r.held_bytes, record_length(2));
+	/* Failure messages are held too: one byte each here. */
+	assert_int_equal(r.held_bytes, record_length(2) + 2);
 	assert_int_equal(reorder_next(&r, &k, &failed, &record, &length), 0);
 
 	put_record(&r, 0);
@@ -205,10 +206,10 @@ static void test_failed_skipped_in_order(void **state)
 	/* 3 still waiting: 4 stays held */
 	assert_int_equal(reorder_next(&r, &k, &failed, &record, &length), 0);
 	assert_int_equal(r.held, 1);
-	assert_int_equal(r.held_bytes, 0);
+	assert_int_equal(r.held_bytes, 1); /* 4's message */
 
 	/* failing the next task releases it at once, and 4 after it */
-	assert_int_equal(reorder_fail(&r, 3), 0);
+	assert_int_equal(reorder_fail(&r, 3, "x", 1), 0);
 	assert_int_equal(reorder_next(&r, &k, &failed, &record, &length), 1);
 	assert_int_equal(k, 3);
 	assert_true(failed);
@@ -217,7 +218,7 @@ static void test_failed_skipped_in_order(void **state)
 	assert_true(failed);
 	assert_int_equal(reorder_next(&r, &k, &failed, &record, &length), 0);
 	assert_false(reorder_complete(&r));
-	assert_int_equal(reorder_fail(&r, 5), 0);
+	assert_int_equal(reorder_fail(&r, 5, "x", 1), 0);
 	assert_int_equal(reorder_next(&r, &k, &failed, &record, &length), 1);
 	assert_int_equal(k, 5);
 	assert_true(failed);
@@ -251,7 +252,7 @@ static void test_random_mix_with_failures(void **state)
 	assert_int_equal(reorder_init(&r, NTASKS), 0);
 	for (size_t i = 0; i < NTASKS; i++) {
 		if (fails[order[i]])
-			assert_int_equal(reorder_fail(&r, order[i]), 0);
+			assert_int_equal(reorder_fail(&r, order[i], "x", 1), 0);
 		else
 			put_record(&r, order[i]);
 		while (reorder_next(&r, &k, &failed, &record, &length) == 1) {
@@ -282,21 +283,21 @@ static void test_duplicates_ignored(void **state)
 	assert_int_equal(reorder_init(&r, 4), 0);
 	put_record(&r, 2);
 	assert_int_equal(reorder_put(&r, 2, other, sizeof other), 1);
-	assert_int_equal(reorder_fail(&r, 2), 1);
+	assert_int_equal(reorder_fail(&r, 2, "x", 1), 1);
 	assert_int_equal(reorder_state(&r, 2), REORDER_READY);
-	assert_int_equal(reorder_fail(&r, 1), 0);
-	assert_int_equal(reorder_fail(&r, 1), 1);
+	assert_int_equal(reorder_fail(&r, 1, "x", 1), 0);
+	assert_int_equal(reorder_fail(&r, 1, "x", 1), 1);
 	assert_int_equal(reorder_put(&r, 1, other, sizeof other), 1);
 	assert_int_equal(reorder_state(&r, 1), REORDER_FAILED);
 	assert_int_equal(r.held, 2);
-	assert_int_equal(r.held_bytes, record_length(2));
+	assert_int_equal(r.held_bytes, record_length(2) + 1);
 
 	put_record(&r, 0);
 	assert_int_equal(reorder_next(&r, &k, &failed, &record, &length), 1);
 	assert_int_equal(k, 0);
 	/* already handed out: also ignored */
 	assert_int_equal(reorder_put(&r, 0, other, sizeof other), 1);
-	assert_int_equal(reorder_fail(&r, 0), 1);
+	assert_int_equal(reorder_fail(&r, 0, "x", 1), 1);
 	assert_int_equal(reorder_state(&r, 0), REORDER_DONE);
 
 	assert_int_equal(reorder_next(&r, &k, &failed, &record, &length), 1);
@@ -376,7 +377,7 @@ static void test_skip_next(void **state)
 	assert_int_equal(r.next, 1);
 	assert_int_equal(r.held, 2);
 	assert_int_equal(reorder_put(&r, 0, "late", 4), 1);
-	assert_int_equal(reorder_fail(&r, 0), 1);
+	assert_int_equal(reorder_fail(&r, 0, "x", 1), 1);
 
 	assert_int_equal(reorder_next(&r, &k, &failed, &record, &length), 1);
 	assert_int_equal(k, 1);
@@ -430,7 +431,7 @@ static void test_free_with_records_held(void **state)
 	assert_int_equal(reorder_init(&r, 50), 0);
 	for (size_t t = 49; t >= 5; t--)
 		put_record(&r, t);
-	assert_int_equal(reorder_fail(&r, 20), 1);
+	assert_int_equal(reorder_fail(&r, 20, "x", 1), 1);
 	assert_int_equal(r.held, 45);
 	reorder_free(&r);
 	assert_null(r.slots);
@@ -446,6 +447,39 @@ static void test_free_with_records_held(void **state)
 	reorder_free(&r);
 }
 
+/* Excluded tasks (--tasks, --shard) are passed over silently; a failure
+ * hands out its message. */
+static void test_excluded_and_messages(void **state)
+{
+	(void)state;
+	struct reorder r;
+	size_t k, length;
+	int failed;
+	const void *record;
+
+	assert_int_equal(reorder_init(&r, 5), 0);
+	reorder_exclude(&r, 0);
+	reorder_exclude(&r, 2);
+	reorder_exclude(&r, 4);
+	assert_int_equal(reorder_state(&r, 2), REORDER_EXCLUDED);
+	assert_int_equal(reorder_put(&r, 2, "no", 2), 1);
+	assert_false(reorder_complete(&r));
+	assert_int_equal(reorder_fail(&r, 3, "boom", 4), 0);
+	assert_int_equal(reorder_next(&r, &k, &failed, &record, &length), 0);
+	put_record(&r, 1);
+	assert_int_equal(reorder_next(&r, &k, &failed, &record, &length), 1);
+	assert_int_equal(k, 1);
+	assert_false(failed);
+	assert_int_equal(reorder_next(&r, &k, &failed, &record, &length), 1);
+	assert_int_equal(k, 3);
+	assert_true(failed);
+	assert_int_equal(length, 4);
+	assert_memory_equal(record, "boom", 4);
+	assert_int_equal(reorder_next(&r, &k, &failed, &record, &length), 0);
+	assert_true(reorder_complete(&r));
+	reorder_free(&r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -454,6 +488,7 @@ int main(void)
 		cmocka_unit_test(test_random_permutation),
 		cmocka_unit_test(test_reverse_holds_until_first),
 		cmocka_unit_test(test_failed_skipped_in_order),
+		cmocka_unit_test(test_excluded_and_messages),
 		cmocka_unit_test(test_random_mix_with_failures),
 		cmocka_unit_test(test_duplicates_ignored),
 		cmocka_unit_test(test_zero_length_records),

@@ -1,0 +1,237 @@
+/*
+ * results.c - writing and reading saved-results files.  See results.h.
+ */
+#define _GNU_SOURCE
+#include "results.h"
+#include "util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define RESULTS_MAGIC_LINE "cowrun results 1\n"
+
+char *results_identity(const char *workload, int argc, char **argv, size_t ntasks)
+{
+	char *text = NULL;
+	size_t size = 0;
+	FILE *f = open_memstream(&text, &size);
+
+	if (f == NULL)
+		return NULL;
+	fprintf(f, RESULTS_MAGIC_LINE "workload %s\ntasks %zu\n", workload, ntasks);
+	for (int i = 1; i < argc; i++)
+		fprintf(f, "arg %s\n", argv[i]);
+	if (fclose(f) != 0) {
+		free(text);
+		return NULL;
+	}
+	return text;
+}
+
+int results_create(struct results_writer *w, const char *path, const char *identity)
+{
+	memset(w, 0, sizeof *w);
+	snprintf(w->final, sizeof w->final, "%s", path);
+	snprintf(w->temp, sizeof w->temp, "%s.%ld.tmp", path, (long)getpid());
+	w->fd = open(w->temp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+	if (w->fd < 0) {
+		warnx_("cannot create '%s': %s", w->temp, strerror(errno));
+		return -1;
+	}
+	if (wire_writer_init(&w->out, w->fd, 1 << 16) != 0 ||
+	    wire_put(&w->out, WIRE_IDENTITY, 0, identity, strlen(identity)) != 0) {
+		warnx_("cannot write '%s': %s", w->temp, strerror(errno));
+		results_abort(w);
+		return -1;
+	}
+	return 0;
+}
+
+int results_put(struct results_writer *w, enum wire_type type, size_t task,
+		const void *bytes, size_t length)
+{
+	if (w->fd < 0)
+		return -1; /* an earlier write failed and said so */
+	if (wire_put(&w->out, type, task, bytes, length) != 0) {
+		warnx_("cannot write '%s': %s", w->temp, strerror(errno));
+		results_abort(w);
+		return -1;
+	}
+	w->frames++;
+	return 0;
+}
+
+int results_commit(struct results_writer *w)
+{
+	if (w->fd < 0)
+		return -1;
+	if (wire_put(&w->out, WIRE_END, w->frames, NULL, 0) != 0 ||
+	    wire_flush(&w->out) != 0 || fsync(w->fd) != 0) {
+		warnx_("cannot write '%s': %s", w->temp, strerror(errno));
+		results_abort(w);
+		return -1;
+	}
+	int rc = close(w->fd);
+	w->fd = -1;
+	if (rc != 0 || rename(w->temp, w->final) != 0) {
+		warnx_("cannot save '%s': %s", w->final, strerror(errno));
+		unlink(w->temp);
+		rc = -1;
+	}
+	wire_writer_free(&w->out);
+	return rc;
+}
+
+void results_abort(struct results_writer *w)
+{
+	if (w->fd >= 0) {
+		close(w->fd);
+		unlink(w->temp);
+	}
+	w->fd = -1;
+	wire_writer_free(&w->out);
+}
+
+/* "sales --rows 10 (64 tasks)" from an identity text, for messages. */
+static void describe_identity(const char *identity, size_t length, char *buf, size_t size)
+{
+	char text[1024];
+	size_t n = length < sizeof text - 1 ? length : sizeof text - 1;
+	char *save = NULL, *line, *out = buf;
+	const char *tasks = "?";
+
+	memcpy(text, identity, n);
+	text[n] = '\0';
+	buf[0] = '\0';
+	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		size_t room = size - (size_t)(out - buf);
+		if (strncmp(line, "workload ", 9) == 0 || strncmp(line, "arg ", 4) == 0)
+			out += snprintf(out, room, "%s%s", out == buf ? "" : " ",
+					strchr(line, ' ') + 1);
+		else if (strncmp(line, "tasks ", 6) == 0)
+			tasks = line + 6;
+		if ((size_t)(out - buf) >= size - 1)
+			return;
+	}
+	snprintf(out, size - (size_t)(out - buf), " (%s tasks)", tasks);
+}
+
+/* Check the first frame is this run's identity. */
+static int check_identity(const char *path, const struct wire_frame *f, const char *identity)
+{
+	char saved[512], ours[512];
+
+	if (f->type != WIRE_IDENTITY || f->length < strlen(RESULTS_MAGIC_LINE) ||
+	    memcmp(f->payload, RESULTS_MAGIC_LINE, strlen(RESULTS_MAGIC_LINE)) != 0) {
+		warnx_("merge: '%s' is not a cowrun results file", path);
+		return -1;
+	}
+	if (f->length == strlen(identity) && memcmp(f->payload, identity, f->length) == 0)
+		return 0;
+	describe_identity((const char *)f->payload, f->length, saved, sizeof saved);
+	describe_identity(identity, strlen(identity), ours, sizeof ours);
+	warnx_("merge: '%s' was saved by '%s', not by this run's '%s'", path, saved, ours);
+	return -1;
+}
+
+/* Hand one task frame to the batch.  Returns 0 or -1 after a message. */
+static int load_task_frame(struct batch *b, const char *path, const struct wire_frame *f)
+{
+	char why[700];
+
+	if (f->task >= b->ntasks) {
+		warnx_("merge: '%s' holds task %llu, but this run has %zu tasks", path,
+		       (unsigned long long)f->task, b->ntasks);
+		return -1;
+	}
+	if (!batch_pending(b, (size_t)f->task)) {
+		warnx_("merge: task %llu in '%s' was already loaded from an earlier file",
+		       (unsigned long long)f->task, path);
+		return -1;
+	}
+	if (f->type == WIRE_RESULT)
+		return batch_result(b, (size_t)f->task, f->payload, f->length);
+	snprintf(why, sizeof why, "%.*s (saved in '%s')",
+		 (int)(f->length < 512 ? f->length : 512), (const char *)f->payload, path);
+	batch_failed(b, (size_t)f->task, why);
+	return 0;
+}
+
+/* The frames of one file, in order.  *ended is set once END is read. */
+static int load_frame(struct batch *b, const char *path, const char *identity,
+		      const struct wire_frame *f, uint64_t *frames, int *ended)
+{
+	if (*ended) {
+		warnx_("merge: '%s' has data after its end marker", path);
+		return -1;
+	}
+	if (*frames == 0 && f->type != WIRE_IDENTITY)
+		return check_identity(path, f, identity);
+	switch (f->type) {
+	case WIRE_IDENTITY:
+		if (*frames > 0) {
+			warnx_("merge: '%s' has a second identity frame", path);
+			return -1;
+		}
+		(*frames)++;
+		return check_identity(path, f, identity);
+	case WIRE_END:
+		if (f->task != *frames - 1) {
+			warnx_("merge: '%s' ends after %llu tasks but says %llu", path,
+			       (unsigned long long)(*frames - 1), (unsigned long long)f->task);
+			return -1;
+		}
+		*ended = 1;
+		return 0;
+	case WIRE_RESULT:
+	case WIRE_FAILED:
+		(*frames)++;
+		return load_task_frame(b, path, f);
+	default:
+		warnx_("merge: '%s' holds an unexpected frame", path);
+		return -1;
+	}
+}
+
+int results_load(struct batch *b, const char *path, const char *identity)
+{
+	struct wire_reader r;
+	struct wire_frame f;
+	uint64_t frames = 0;
+	int ended = 0, rc = -1, got;
+	long n;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0) {
+		warnx_("merge: cannot open '%s': %s", path, strerror(errno));
+		return -1;
+	}
+	if (wire_reader_init(&r, 1 << 16) != 0)
+		goto out;
+	while ((n = wire_reader_fill(&r, fd)) > 0) {
+		while ((got = wire_reader_next(&r, &f)) == 1)
+			if (load_frame(b, path, identity, &f, &frames, &ended) != 0)
+				goto out;
+		if (got < 0) {
+			warnx_("merge: '%s' is corrupt or not a cowrun results file", path);
+			goto out;
+		}
+	}
+	if (n < 0)
+		warnx_("merge: cannot read '%s': %s", path, strerror(errno));
+	else if (frames == 0)
+		warnx_(wire_reader_pending(&r) ? "merge: '%s' is truncated or not a cowrun results file"
+					       : "merge: '%s' is empty", path);
+	else if (!ended || wire_reader_pending(&r) > 0)
+		warnx_("merge: '%s' is truncated (no end marker)", path);
+	else
+		rc = 0;
+out:
+	wire_reader_free(&r);
+	close(fd);
+	return rc;
+}

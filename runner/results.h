@@ -1,0 +1,56 @@
+/*
+ * results.h - saved-results files (--save-results, --merge).
+ *
+ * A file is a stream of wire frames (wire.h): an IDENTITY frame saying which
+ * workload, arguments and task count produced it, then one RESULT or FAILED
+ * frame per task run, in task order, then an END frame counting them, so a
+ * truncated file is recognised.  It is written to a temporary name in the
+ * same directory, fsync'd and renamed: a file under its final name is
+ * complete.
+ */
+#ifndef COWRUN_RESULTS_H
+#define COWRUN_RESULTS_H
+
+#include "batch.h"
+#include "wire.h"
+
+#include <limits.h>
+#include <stddef.h>
+
+/* The identity text of a run: workload, its arguments, task count.  A
+ * merge refuses files whose identity differs.  Returns a malloc'd string
+ * (the caller frees it), or NULL (ENOMEM). */
+char *results_identity(const char *workload, int argc, char **argv, size_t ntasks);
+
+struct results_writer {
+	int fd;
+	struct wire_writer out;
+	uint64_t frames;
+	char temp[PATH_MAX], final[PATH_MAX];
+};
+
+/* Create the temporary file and write the identity.  Returns 0 or -1 after
+ * a message naming the file. */
+int results_create(struct results_writer *w, const char *path, const char *identity);
+
+/* Append one RESULT or FAILED frame.  Returns 0 or -1 after a message. */
+int results_put(struct results_writer *w, enum wire_type type, size_t task,
+		const void *bytes, size_t length);
+
+/* Write the END frame, fsync, close and rename into place.  Returns 0 or -1
+ * after a message (the temporary file is then removed). */
+int results_commit(struct results_writer *w);
+
+/* Close and remove the temporary file. */
+void results_abort(struct results_writer *w);
+
+/*
+ * Read saved-results file `path` into the batch: every RESULT becomes a
+ * batch_result(), every FAILED a batch_failed().  Refuses (-1 after a
+ * one-line message naming the file) a file that is not a results file, is
+ * truncated, comes from another identity, or holds a task already loaded
+ * from an earlier file.
+ */
+int results_load(struct batch *b, const char *path, const char *identity);
+
+#endif
