@@ -7,7 +7,7 @@
 #define _GNU_SOURCE
 #include "batch.h"
 #include "jobs.h"
-#include "omp.h"
+#include "omprun.h"
 #include "options.h"
 #include "pool.h"
 #include "registry.h"

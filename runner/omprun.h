@@ -1,11 +1,11 @@
 /*
- * omp.h - OpenMP mode: the same tasks in one process, on threads, with a
+ * omprun.h - OpenMP mode: the same tasks in one process, on threads, with a
  * dynamic schedule.  For comparison with fork mode: it shares the setup
  * without copying page tables, but every workload's run() must then be
  * thread-safe.
  */
-#ifndef COWRUN_OMP_H
-#define COWRUN_OMP_H
+#ifndef COWRUN_OMPRUN_H
+#define COWRUN_OMPRUN_H
 
 #include "batch.h"
 

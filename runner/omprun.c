@@ -1,7 +1,7 @@
 /*
- * omp.c - OpenMP mode.  See omp.h.
+ * omprun.c - OpenMP mode.  See omprun.h.
  */
-#include "omp.h"
+#include "omprun.h"
 #include "task.h"
 #include "util.h"
 
