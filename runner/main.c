@@ -408,9 +408,14 @@ static int merge_saved(const struct cli *cli, struct batch *b, const char *ident
 	return check_nothing_missing(b);
 }
 
-/* Merge is done: print the summary and check stdout really took it. */
+/* Merge is done: print the summary and check stdout really took it.  No
+ * summary from a merge that went wrong: it would be wrong too. */
 static int finish_batch(struct batch *b)
 {
+	if (b->merge_failed) {
+		warnx_("%s: no summary: a result could not be merged", b->workload->name);
+		return -1;
+	}
 	int rc = b->workload->finish(b->state, stdout);
 
 	if (fflush(stdout) != 0 || ferror(stdout)) {
