@@ -477,35 +477,41 @@ static int timeline_close(struct timeline_file *t, const char *path, int keep)
  * ran); a message was printed. */
 static int execute(const struct cli *cli, struct batch *b, const char *identity)
 {
-	struct results_writer save;
 	struct timeline_file timeline = { 0 };
 	int rc;
 
 	if (cli->save_path) {
-		if (results_create(&save, cli->save_path, identity) != 0)
-			return EXIT_USAGE;
-		b->save = &save;
+		b->save = malloc(sizeof *b->save);
+		if (b->save == NULL)
+			warnx_("out of memory");
+		if (b->save == NULL || results_create(b->save, cli->save_path, identity) != 0)
+			goto refused;
 	}
 	if (cli->timeline_path && timeline_open(&timeline, cli->timeline_path) != 0) {
 		if (b->save)
-			results_abort(&save);
-		return EXIT_USAGE;
+			results_abort(b->save);
+		goto refused;
 	}
 	b->timeline = timeline.f;
 	b->started_ns = now_ns();
 	rc = run_tasks(cli, b);
 	b->ended_ns = now_ns();
+	b->timeline = NULL;
 	if (timeline_close(&timeline, cli->timeline_path, rc == 0) != 0)
 		rc = -1;
-	if (b->save) {
-		if (rc == 0 && !b->merge_failed)
-			rc = results_commit(&save);
-		else
-			results_abort(&save);
-	} else if (rc == 0) {
-		rc = finish_batch(b);
-	}
+	if (b->save == NULL)
+		return rc == 0 ? finish_batch(b) : rc;
+	if (rc == 0 && !b->merge_failed)
+		rc = results_commit(b->save);
+	else
+		results_abort(b->save);
+	free(b->save);
+	b->save = NULL;
 	return rc;
+refused:
+	free(b->save);
+	b->save = NULL;
+	return EXIT_USAGE;
 }
 
 /* Everything after setup.  Returns the exit status. */
