@@ -4,9 +4,11 @@
  */
 #include "batch.h"
 #include "results.h"
+#include "signals.h"
 #include "task.h"
 #include "util.h"
 
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -14,7 +16,8 @@ int batch_init(struct batch *b)
 {
 	b->succeeded = b->failed = 0;
 	b->merge_failed = 0;
-	if (reorder_init(&b->reorder, b->ntasks) != 0)
+	b->attempts = calloc(b->ntasks ? b->ntasks : 1, sizeof *b->attempts);
+	if (b->attempts == NULL || reorder_init(&b->reorder, b->ntasks) != 0)
 		return -1;
 	if (b->selected) {
 		/* Exclude every task between two selected ones. */
@@ -92,17 +95,83 @@ int batch_complete(const struct batch *b)
 	return reorder_complete(&b->reorder);
 }
 
-void batch_timeline(struct batch *b, size_t k, unsigned worker, long pid,
-		    uint64_t start_ns, uint64_t end_ns, int ok)
+/* A --timeline row for attempt `a`. */
+static void write_timeline(struct batch *b, const struct attempt *a, const char *name)
+{
+	fprintf(b->timeline, "%zu,%s,%u,%ld,%.6f,%.6f,%s\n", a->task, name, a->worker, a->pid,
+		(double)(int64_t)(a->start_ns - b->started_ns) / 1e9,
+		(double)(int64_t)(a->end_ns - b->started_ns) / 1e9,
+		a->exitval == 0 && a->signal == 0 ? "ok" : "failed");
+}
+
+/* Every attempt goes to the joblog and the timeline. */
+static void record_attempt(struct batch *b, const struct attempt *a)
 {
 	char name[COWRUN_NAME_MAX];
 
-	if (b->timeline == NULL)
+	b->attempts[a->task]++;
+	if (b->joblog == NULL && b->timeline == NULL)
 		return;
-	b->workload->task_name(b->state, k, name, sizeof name);
-	fprintf(b->timeline, "%zu,%s,%u,%ld,%.6f,%.6f,%s\n", k, name, worker, pid,
-		(double)(int64_t)(start_ns - b->started_ns) / 1e9,
-		(double)(int64_t)(end_ns - b->started_ns) / 1e9, ok ? "ok" : "failed");
+	b->workload->task_name(b->state, a->task, name, sizeof name);
+	joblog_write(b->joblog, a, b->workload->name, name);
+	if (b->timeline)
+		write_timeline(b, a, name);
+}
+
+/* After a task is resolved: the progress line, and --halt. */
+static void after_resolution(struct batch *b)
+{
+	progress_update(&b->progress, b->succeeded + b->failed, b->failed, 0);
+	if (b->halting || !halt_reached(&b->halt, b->failed, b->succeeded, batch_count(b)))
+		return;
+	b->halting = b->halt.when;
+	warnx_("%s: --halt %s: %zu failed, %zu succeeded; %s", b->workload->name,
+	       b->halt.when == HALT_NOW ? "now" : "soon", b->failed, b->succeeded,
+	       b->halt.when == HALT_NOW ? "killing running tasks" : "letting running tasks finish");
+}
+
+int batch_attempt_ok(struct batch *b, const struct attempt *a, const void *record,
+		     size_t length)
+{
+	record_attempt(b, a);
+	if (b->journal)
+		journal_put(b->journal, WIRE_RESULT, a->task, record, length);
+	int rc = batch_result(b, a->task, record, length);
+	after_resolution(b);
+	return rc;
+}
+
+int batch_attempt_failed(struct batch *b, const struct attempt *a, const char *why)
+{
+	record_attempt(b, a);
+	if (b->attempts[a->task] <= b->retries && !batch_stopping(b)) {
+		char name[COWRUN_NAME_MAX];
+		b->workload->task_name(b->state, a->task, name, sizeof name);
+		warnx_("%s: task %zu (%s) attempt %u failed: %s; retrying", b->workload->name,
+		       a->task, name, b->attempts[a->task], why);
+		return 1;
+	}
+	if (b->journal)
+		journal_put(b->journal, WIRE_FAILED, a->task, why, strlen(why));
+	batch_failed(b, a->task, why);
+	after_resolution(b);
+	return 0;
+}
+
+int batch_stopping(struct batch *b)
+{
+	if (b->halting == HALT_NEVER && signals_count() == 0)
+		return 0;
+	if (!b->stopped) {
+		b->stopped = 1;
+		b->done_at_stop = b->succeeded + b->failed;
+	}
+	return 1;
+}
+
+int batch_killing(const struct batch *b)
+{
+	return b->halting == HALT_NOW || signals_count() > 1;
 }
 
 int serial_run(struct batch *b)
@@ -111,15 +180,18 @@ int serial_run(struct batch *b)
 	int rc = 0;
 
 	task_init(&task, b->workload, b->outdir);
-	for (size_t i = 0; i < batch_count(b) && rc == 0; i++) {
-		size_t k = batch_task(b, i);
-		uint64_t start = now_ns();
-		int ok = task_execute(&task, b->state, k) == 0;
-		batch_timeline(b, k, 0, (long)getpid(), start, now_ns(), ok);
-		if (ok)
-			rc = batch_result(b, k, task.record, task.record_len);
-		else
-			batch_failed(b, k, task.error);
+	for (size_t i = 0; i < batch_count(b) && rc == 0 && !batch_stopping(b); i++) {
+		struct attempt a = { .task = batch_task(b, i), .pid = (long)getpid() };
+		if (!batch_pending(b, a.task))
+			continue; /* resolved already: loaded by --resume */
+		do {
+			a.start_ns = now_ns();
+			a.exitval = task_execute(&task, b->state, a.task) == 0 ? 0 : 1;
+			a.end_ns = now_ns();
+			a.received = a.exitval ? 0 : task.record_len;
+		} while (a.exitval && batch_attempt_failed(b, &a, task.error));
+		if (a.exitval == 0)
+			rc = batch_attempt_ok(b, &a, task.record, task.record_len);
 	}
 	task_free(&task);
 	return rc;
@@ -127,5 +199,7 @@ int serial_run(struct batch *b)
 
 void batch_free(struct batch *b)
 {
+	free(b->attempts);
+	b->attempts = NULL;
 	reorder_free(&b->reorder);
 }

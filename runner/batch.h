@@ -8,6 +8,9 @@
 #define COWRUN_BATCH_H
 
 #include "cowrun.h"
+#include "halt.h"
+#include "joblog.h"
+#include "progress.h"
 #include "reorder.h"
 
 #include <stddef.h>
@@ -31,6 +34,18 @@ struct batch {
 	size_t succeeded, failed;
 	int merge_failed;        /* a merge() or a save failed: output is wrong */
 	int verbose;
+
+	/* Robustness (--retries, --joblog, --halt, --bar). */
+	unsigned retries;        /* extra attempts a failed task gets */
+	unsigned *attempts;      /* per task: attempts made */
+	struct joblog *joblog;   /* set: a line per attempt */
+	struct results_writer *journal; /* set: every outcome appended */
+	struct halt_policy halt;
+	enum halt_when halting;  /* HALT_SOON or HALT_NOW once --halt is met */
+	size_t done_at_stop;     /* tasks resolved when stopping began */
+	size_t killed;           /* running tasks killed by --halt now or a 2nd signal */
+	int stopped;             /* stopping has begun */
+	struct progress progress;
 };
 
 /* Set up the in-order buffer and leave unselected tasks out.  Returns 0
@@ -66,10 +81,26 @@ int batch_pending(const struct batch *b, size_t k);
 /* True once every selected task is merged or skipped. */
 int batch_complete(const struct batch *b);
 
-/* A --timeline row: task k ran on `worker` (slot or thread number) in
- * process `pid` between two CLOCK_MONOTONIC times. */
-void batch_timeline(struct batch *b, size_t k, unsigned worker, long pid,
-		    uint64_t start_ns, uint64_t end_ns, int ok);
+/*
+ * An attempt at task a->task succeeded: joblog, timeline, journal, then
+ * batch_result().  Returns 0 or -1 (out of memory: stop the run).
+ */
+int batch_attempt_ok(struct batch *b, const struct attempt *a, const void *record,
+		     size_t length);
+
+/*
+ * An attempt failed.  Returns 1 if the task has attempts left (--retries):
+ * the caller runs it again, on a fresh fork where it can.  Otherwise it is
+ * resolved as failed (batch_failed, journal) and 0 is returned.
+ */
+int batch_attempt_failed(struct batch *b, const struct attempt *a, const char *why);
+
+/* Hand out no new task: --halt was met, or SIGINT/SIGTERM arrived.  The
+ * first call that says so notes how many tasks were done by then. */
+int batch_stopping(struct batch *b);
+
+/* Kill the running tasks too: --halt now, or a second signal. */
+int batch_killing(const struct batch *b);
 
 /* Run the selected tasks in this process, in order: the reference. */
 int serial_run(struct batch *b);

@@ -6,13 +6,17 @@
  */
 #define _GNU_SOURCE
 #include "batch.h"
+#include "halt.h"
 #include "jobs.h"
+#include "joblog.h"
 #include "omprun.h"
 #include "options.h"
 #include "pool.h"
 #include "registry.h"
 #include "results.h"
+#include "resume.h"
 #include "selection.h"
+#include "signals.h"
 #include "task.h"
 #include "util.h"
 
@@ -31,6 +35,7 @@
 /* Exit statuses, as GNU Parallel's where it has one. */
 enum {
 	EXIT_MANY_FAILED = 101,   /* more than 100 tasks failed */
+	EXIT_INTERRUPTED = 128,   /* plus the signal: 130 SIGINT, 143 SIGTERM */
 	EXIT_RUNNER_ERROR = 254,  /* the runner failed after tasks began */
 	EXIT_USAGE = 255,         /* bad usage or input, before any task ran */
 };
@@ -48,6 +53,12 @@ struct cli {
 	const char *timeline_path;
 	const char *merge_paths[MAX_MERGE_FILES];
 	size_t nmerge;
+	const char *joblog_path;  /* --joblog, maybe "+FILE" */
+	int resume;               /* 1 --resume, 2 --resume-failed */
+	long long retries;
+	struct halt_policy halt;
+	double timeout_s;
+	int bar;                  /* 0 off, 1 on a terminal, 2 always */
 	const struct cowrun_workload *workload;
 	int wargc;
 	char **wargv;
@@ -78,6 +89,17 @@ static void usage(FILE *out)
 "      --merge FILE    run no task: merge saved results and print the summary;\n"
 "                      repeatable; a directory means every *.res file in it\n"
 "      --timeline FILE write when and where each task ran, as CSV\n"
+"      --joblog FILE   log every attempt in GNU Parallel's joblog format\n"
+"                      (+FILE appends); FILE.res keeps every finished result\n"
+"      --resume        rerun with the same --joblog: skip tasks that finished\n"
+"                      (succeeded or failed), run the rest, merge everything\n"
+"      --resume-failed as --resume, but run the failed tasks again too\n"
+"      --retries N     give a failed task N more attempts, each on a fresh fork\n"
+"      --halt WHEN     stop early: never (default), now,fail=N, soon,fail=N,\n"
+"                      now,fail=P%%, soon,success=N (now kills running tasks,\n"
+"                      soon lets them finish)\n"
+"      --timeout SECS  fail a task running longer (SIGTERM, SIGKILL 2 s later)\n"
+"      --bar[=always]  progress line on stderr (only on a terminal unless always)\n"
 "      --list          list the built-in workloads\n"
 "  -v, --verbose       report setup time, workers and fork time on stderr\n"
 "  -h, --help          show this help\n"
@@ -87,8 +109,11 @@ static void usage(FILE *out)
 "  0        every task succeeded\n"
 "  1-100    that many tasks failed (the others' results are merged)\n"
 "  101      more than 100 tasks failed\n"
+"  130, 143 interrupted by SIGINT, SIGTERM (finished work is kept in the\n"
+"           joblog's results; rerun with --resume)\n"
 "  254      the runner itself failed after tasks began\n"
-"  255      bad usage or input: no task ran\n");
+"  255      bad usage or input: no task ran\n"
+"After --halt, the exit status counts the failed tasks, as above.\n");
 }
 
 static void list_workloads(void)
@@ -138,6 +163,28 @@ static int take_value(int c, const char *arg, struct cli *cli)
 			return 0;
 		warnx_("--shard: bad value '%s': %s", arg, why);
 		return EXIT_USAGE;
+	case 'y':
+		if (parse_ll(arg, 0, 1000, &cli->retries) == 0)
+			return 0;
+		warnx_("--retries: bad value '%s': expected a number 0-1000", arg);
+		return EXIT_USAGE;
+	case 'H':
+		if (halt_parse(arg, &cli->halt, &why) == 0)
+			return 0;
+		warnx_("--halt: bad value '%s': %s", arg, why);
+		return EXIT_USAGE;
+	case 't':
+		if (parse_double(arg, 0.001, 1e7, &cli->timeout_s) == 0)
+			return 0;
+		warnx_("--timeout: bad value '%s': expected seconds, 0.001 or more", arg);
+		return EXIT_USAGE;
+	case 'B':
+		if (arg == NULL || strcmp(arg, "always") == 0) {
+			cli->bar = arg ? 2 : 1;
+			return 0;
+		}
+		warnx_("--bar: bad value '%s': only --bar or --bar=always", arg);
+		return EXIT_USAGE;
 	case 'M':
 		if (cli->nmerge < MAX_MERGE_FILES) {
 			cli->merge_paths[cli->nmerge++] = arg;
@@ -147,14 +194,15 @@ static int take_value(int c, const char *arg, struct cli *cli)
 		return EXIT_USAGE;
 	}
 	if (arg[0] == '\0') {
-		warnx_("%s: empty file name", c == 'o' ? "--outdir" :
-		       c == 'R' ? "--save-results" : "--timeline");
+		warnx_("%s: empty file name", c == 'o' ? "--outdir" : c == 'R' ? "--save-results" :
+		       c == 'J' ? "--joblog" : "--timeline");
 		return EXIT_USAGE;
 	}
 	switch (c) {
 	case 'o': cli->outdir = arg; break;
 	case 'R': cli->save_path = arg; break;
 	case 'L': cli->timeline_path = arg; break;
+	case 'J': cli->joblog_path = arg; break;
 	}
 	return 0;
 }
@@ -165,6 +213,18 @@ static int check_combinations(const struct cli *cli)
 	if (cli->nmerge > 0 && (cli->save_path || selection_active(&cli->selection) ||
 				cli->timeline_path)) {
 		warnx_("--merge runs no task: it cannot be combined with --save-results, --tasks, --shard or --timeline");
+		return EXIT_USAGE;
+	}
+	if (cli->resume && cli->joblog_path == NULL) {
+		warnx_("--resume needs the --joblog FILE of the run to resume");
+		return EXIT_USAGE;
+	}
+	if (cli->nmerge > 0 && (cli->joblog_path || cli->resume)) {
+		warnx_("--merge runs no task: it cannot be combined with --joblog or --resume");
+		return EXIT_USAGE;
+	}
+	if (cli->timeout_s > 0 && cli->mode != MODE_FORK) {
+		warnx_("--timeout needs --mode fork: only a worker process can be stopped");
 		return EXIT_USAGE;
 	}
 	if (cli->mode == MODE_OMP && (cli->workload->flags & COWRUN_NOT_THREAD_SAFE) && !cli->force) {
@@ -189,6 +249,13 @@ static int parse_cli(int argc, char **argv, struct cli *cli)
 		{ "save-results", required_argument, NULL, 'R' },
 		{ "merge", required_argument, NULL, 'M' },
 		{ "timeline", required_argument, NULL, 'L' },
+		{ "joblog", required_argument, NULL, 'J' },
+		{ "resume", no_argument, NULL, 'r' },
+		{ "resume-failed", no_argument, NULL, 'f' },
+		{ "retries", required_argument, NULL, 'y' },
+		{ "halt", required_argument, NULL, 'H' },
+		{ "timeout", required_argument, NULL, 't' },
+		{ "bar", optional_argument, NULL, 'B' },
 		{ "list", no_argument, NULL, 'l' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
@@ -205,6 +272,8 @@ static int parse_cli(int argc, char **argv, struct cli *cli)
 	while ((c = getopt_long(argc, argv, "+:j:m:o:vhV", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'F': cli->force = 1; break;
+		case 'r': cli->resume = cli->resume ? cli->resume : 1; break;
+		case 'f': cli->resume = 2; break;
 		case 'v': cli->verbose = 1; break;
 		case 'l': list_workloads(); return -1;
 		case 'h': usage(stdout); return -1;
@@ -320,7 +389,8 @@ static int run_tasks(const struct cli *cli, struct batch *b)
 			warnx_("omp: %zu threads on %d CPUs", workers, cpu_count());
 		return omp_run(b, workers);
 	}
-	int rc = pool_run(b, workers, &stats);
+	struct pool_options opt = { (uint64_t)(cli->timeout_s * 1e9) };
+	int rc = pool_run(b, workers, &opt, &stats);
 	if (cli->verbose)
 		warnx_("fork: %zu workers on %d CPUs, %zu forks, fork() avg %.3f ms max %.3f ms, %zu worker deaths",
 		       stats.workers, cpu_count(), stats.forks,
@@ -437,6 +507,19 @@ static int exit_status(const struct batch *b, int runner_failed)
 	return (int)b->failed;
 }
 
+/* A file cowrun is to write must not be a directory: found now, before
+ * the night's work, not at the final rename. */
+static int refuse_directory(const char *option, const char *path)
+{
+	struct stat st;
+
+	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+		warnx_("%s: '%s' is a directory", option, path);
+		return -1;
+	}
+	return 0;
+}
+
 /* --timeline goes to a temporary file renamed at the end, like every file
  * cowrun writes. */
 struct timeline_file {
@@ -446,6 +529,8 @@ struct timeline_file {
 
 static int timeline_open(struct timeline_file *t, const char *path)
 {
+	if (refuse_directory("--timeline", path) != 0)
+		return -1;
 	snprintf(t->temp, sizeof t->temp, "%s.%ld.tmp", path, (long)getpid());
 	t->f = fopen(t->temp, "we");
 	if (t->f == NULL) {
@@ -472,81 +557,172 @@ static int timeline_close(struct timeline_file *t, const char *path, int keep)
 	return rc;
 }
 
-/* The task phase with its optional side files.  Returns 0, -1 if the
- * runner failed, or EXIT_USAGE if a side file cannot be created (no task
- * ran); a message was printed. */
-static int execute(const struct cli *cli, struct batch *b, const char *identity)
-{
-	struct timeline_file timeline = { 0 };
-	int rc;
+/* What the task phase writes besides reports: opened before any task
+ * runs (a failure there refuses the run), closed after. */
+struct side_files {
+	struct results_writer save, journal;
+	struct joblog joblog;
+	struct timeline_file timeline;
+};
 
+static int open_side_files(const struct cli *cli, struct batch *b, const char *identity,
+			   long long journal_keep, struct side_files *f)
+{
+	char path[PATH_MAX];
+
+	memset(f, 0, sizeof *f);
+	f->save.fd = f->journal.fd = -1;
 	if (cli->save_path) {
-		b->save = malloc(sizeof *b->save);
-		if (b->save == NULL)
-			warnx_("out of memory");
-		if (b->save == NULL || results_create(b->save, cli->save_path, identity) != 0)
-			goto refused;
+		if (refuse_directory("--save-results", cli->save_path) != 0 ||
+		    results_create(&f->save, cli->save_path, identity) != 0)
+			return -1;
+		b->save = &f->save;
 	}
-	if (cli->timeline_path && timeline_open(&timeline, cli->timeline_path) != 0) {
-		if (b->save)
-			results_abort(b->save);
-		goto refused;
+	if (cli->joblog_path) {
+		/* --resume appends to the joblog, as GNU Parallel does. */
+		char log[PATH_MAX];
+		snprintf(log, sizeof log, "%s%s", cli->resume && cli->joblog_path[0] != '+' ? "+" : "",
+			 cli->joblog_path);
+		if (joblog_open(&f->joblog, log) != 0)
+			return -1;
+		b->joblog = &f->joblog;
+		resume_journal_path(cli->joblog_path, path, sizeof path);
+		if (journal_open(&f->journal, path, identity, journal_keep) != 0)
+			return -1;
+		b->journal = &f->journal;
 	}
-	b->timeline = timeline.f;
-	b->started_ns = now_ns();
-	rc = run_tasks(cli, b);
-	b->ended_ns = now_ns();
+	if (cli->timeline_path) {
+		if (timeline_open(&f->timeline, cli->timeline_path) != 0)
+			return -1;
+		b->timeline = f->timeline.f;
+	}
+	return 0;
+}
+
+/* Close them all; the saved results are committed only for a complete run.
+ * Returns 0 or -1 after a message. */
+static int close_side_files(const struct cli *cli, struct batch *b, struct side_files *f,
+			    int complete)
+{
+	int rc = 0;
+
 	b->timeline = NULL;
-	if (timeline_close(&timeline, cli->timeline_path, rc == 0) != 0)
+	if (timeline_close(&f->timeline, cli->timeline_path, 1) != 0)
 		rc = -1;
-	if (b->save == NULL)
-		return rc == 0 ? finish_batch(b) : rc;
-	if (rc == 0 && !b->merge_failed)
-		rc = results_commit(b->save);
-	else
-		results_abort(b->save);
-	free(b->save);
+	if (b->joblog && joblog_close(&f->joblog) != 0)
+		rc = -1;
+	if (b->journal && journal_close(&f->journal) != 0)
+		rc = -1;
+	if (b->save && complete && !b->merge_failed)
+		rc |= results_commit(&f->save);
+	else if (f->save.fd >= 0)
+		results_abort(&f->save);
+	b->joblog = NULL;
+	b->journal = NULL;
 	b->save = NULL;
 	return rc;
-refused:
-	free(b->save);
-	b->save = NULL;
-	return EXIT_USAGE;
+}
+
+/* A stopped run: say what was done and what was not. */
+static int report_stop(const struct cli *cli, const struct batch *b)
+{
+	size_t done = b->succeeded + b->failed, count = batch_count(b);
+
+	char killed[64] = "";
+
+	if (b->killed)
+		snprintf(killed, sizeof killed, ", %zu killed while running", b->killed);
+	if (signals_count() > 0) {
+		warnx_("interrupted: %zu done, %zu running finished, %zu not started%s; %s",
+		       b->done_at_stop, done - b->done_at_stop, count - done - b->killed, killed,
+		       cli->joblog_path ? "rerun with --resume" : "finished work was not kept (no --joblog)");
+		return EXIT_INTERRUPTED + signals_last();
+	}
+	warnx_("halted (--halt): %zu done, %zu failed, %zu not started%s; no summary",
+	       done, b->failed, count - done - b->killed, killed);
+	return exit_status(b, 0);
+}
+
+/* The task phase, with its side files.  Returns the exit status. */
+static int execute(const struct cli *cli, struct batch *b, const char *identity,
+		   long long journal_keep)
+{
+	struct side_files files;
+
+	/* Side files first: a refused run leaves no output directory. */
+	if (open_side_files(cli, b, identity, journal_keep, &files) != 0 ||
+	    prepare_outputs(b) != 0) {
+		close_side_files(cli, b, &files, 0);
+		return EXIT_USAGE;
+	}
+	progress_init(&b->progress, cli->bar, batch_count(b));
+	b->started_ns = now_ns();
+	int failed = run_tasks(cli, b) != 0;
+	b->ended_ns = now_ns();
+	progress_finish(&b->progress, b->succeeded + b->failed, b->failed);
+	int complete = !failed && !b->stopped;
+	if (close_side_files(cli, b, &files, complete) != 0)
+		failed = 1;
+	if (failed)
+		return EXIT_RUNNER_ERROR;
+	if (b->stopped)
+		return report_stop(cli, b);
+	if (cli->save_path == NULL && finish_batch(b) != 0)
+		failed = 1;
+	return exit_status(b, failed);
+}
+
+/* The tasks this run executes: --tasks/--shard, minus what --resume
+ * settles.  Returns 0 or -1 after a message. */
+static int choose_tasks(const struct cli *cli, struct batch *b, const struct resume_state *r,
+			size_t **selected)
+{
+	*selected = NULL;
+	if (selection_active(&cli->selection)) {
+		if (selection_resolve(&cli->selection, b->ntasks, selected, &b->nselected) != 0)
+			return -1;
+	} else if (cli->resume) {
+		*selected = malloc((b->ntasks + 1) * sizeof **selected);
+		if (*selected == NULL)
+			return -1;
+		for (size_t k = 0; k < b->ntasks; k++)
+			(*selected)[k] = k;
+		b->nselected = b->ntasks;
+	}
+	if (cli->resume)
+		resume_filter(r, cli->resume == 2, *selected, &b->nselected);
+	b->selected = *selected;
+	return 0;
 }
 
 /* Everything after setup.  Returns the exit status. */
 static int run_batch(const struct cli *cli, struct batch *b)
 {
 	char *identity = results_identity(b->workload->name, cli->wargc, cli->wargv, b->ntasks);
+	struct resume_state resume = { 0 };
 	size_t *selected = NULL;
 	int rc = EXIT_USAGE;
 
+	b->retries = (unsigned)cli->retries;
+	b->halt = cli->halt;
 	if (identity == NULL)
 		goto out;
-	if (selection_active(&cli->selection)) {
-		if (selection_resolve(&cli->selection, b->ntasks, &selected, &b->nselected) != 0)
-			goto out;
-		b->selected = selected;
-	}
-	if (cli->nmerge == 0 && prepare_outputs(b) != 0)
+	if (cli->resume && resume_load(&resume, cli->joblog_path, b->workload->name, identity,
+				       b->ntasks) != 0)
 		goto out;
-	if (batch_init(b) != 0) {
+	if (choose_tasks(cli, b, &resume, &selected) != 0)
+		goto out;
+	if (batch_init(b) != 0 || (cli->resume && resume_apply(&resume, cli->resume == 2, b) != 0)) {
 		warnx_("out of memory for %zu tasks", b->ntasks);
 		goto out;
 	}
-	int runner_failed;
-	if (cli->nmerge > 0) {
-		if (merge_saved(cli, b, identity) != 0)
-			goto out;
-		runner_failed = finish_batch(b) != 0;
-	} else {
-		int result = execute(cli, b, identity);
-		if (result == EXIT_USAGE)
-			goto out;
-		runner_failed = result != 0;
-	}
-	rc = exit_status(b, runner_failed);
+	if (cli->nmerge > 0)
+		rc = merge_saved(cli, b, identity) != 0 ? EXIT_USAGE
+							: exit_status(b, finish_batch(b) != 0);
+	else
+		rc = execute(cli, b, identity, resume.journal_found ? resume.keep : 0);
 out:
+	resume_free(&resume);
 	free(selected);
 	free(identity);
 	return rc;
@@ -563,6 +739,10 @@ int main(int argc, char **argv)
 	/* Past a file size limit, let write() fail with EFBIG, so the task
 	 * fails with a message naming the file instead of dying. */
 	signal(SIGXFSZ, SIG_IGN);
+	if (signals_install() != 0) {
+		warnx_("cannot install signal handlers: %s", strerror(errno));
+		return EXIT_USAGE;
+	}
 	task_set_current_workload(cli.workload->name);
 	if (options_want_help(cli.wargc, cli.wargv)) {
 		options_print_help(cli.workload, stdout);

@@ -11,6 +11,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct pool_options {
+	uint64_t timeout_ns;     /* --timeout per task; 0: none */
+};
+
 struct pool_stats {
 	size_t workers;          /* size of the worker table */
 	size_t forks;            /* workers forked, replacements included */
@@ -21,13 +25,16 @@ struct pool_stats {
 
 /*
  * Run the batch's selected tasks on `workers` forked workers (1 <= workers
- * <= batch_count(b)).  A worker that dies mid-task fails that task, unfinished
- * tasks it had claimed go back to the queue, and a fresh worker is forked
- * from this (pristine) parent.  Returns 0 once every task is resolved and
- * every worker reaped, or -1 on an error of the runner itself (pipe, fork,
+ * <= batch_count(b)).  A worker that dies mid-task fails that attempt (a
+ * retry is queued if --retries allows), unfinished tasks it had claimed go
+ * back to the queue, and a fresh worker is forked from this (pristine)
+ * parent.  Stops early on --halt or SIGINT/SIGTERM (batch_stopping()).
+ * Returns 0 once every task is resolved (or the run stopped) and every
+ * worker is reaped, or -1 on an error of the runner itself (pipe, fork,
  * memory) after killing and reaping all workers.
  */
-int pool_run(struct batch *b, size_t workers, struct pool_stats *stats);
+int pool_run(struct batch *b, size_t workers, const struct pool_options *opt,
+	     struct pool_stats *stats);
 
 /* Most workers this process can keep (file descriptors, processes). */
 size_t pool_max_workers(void);

@@ -49,6 +49,12 @@ int reorder_fail(struct reorder *r, size_t k, const char *message, size_t length
 	return hold(r, k, REORDER_FAILED, message, length);
 }
 
+void reorder_include(struct reorder *r, size_t k)
+{
+	if (reorder_state(r, k) == REORDER_EXCLUDED)
+		r->slots[k].state = REORDER_WAITING;
+}
+
 void reorder_exclude(struct reorder *r, size_t k)
 {
 	if (reorder_state(r, k) == REORDER_WAITING)

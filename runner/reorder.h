@@ -50,6 +50,9 @@ int reorder_fail(struct reorder *r, size_t k, const char *message, size_t length
  * Only before any record arrives. */
 void reorder_exclude(struct reorder *r, size_t k);
 
+/* Take an excluded task k back in (waiting again). */
+void reorder_include(struct reorder *r, size_t k);
+
 /*
  * The next task in order, if it is resolved: returns 1 with *k, *failed,
  * and *record and *length: the result, or the failure message (owned by

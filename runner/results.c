@@ -121,20 +121,21 @@ static void describe_identity(const char *identity, size_t length, char *buf, si
 }
 
 /* Check the first frame is this run's identity. */
-static int check_identity(const char *path, const struct wire_frame *f, const char *identity)
+static int check_identity(const char *context, const char *path, const struct wire_frame *f,
+			  const char *identity)
 {
 	char saved[512], ours[512];
 
 	if (f->type != WIRE_IDENTITY || f->length < strlen(RESULTS_MAGIC_LINE) ||
 	    memcmp(f->payload, RESULTS_MAGIC_LINE, strlen(RESULTS_MAGIC_LINE)) != 0) {
-		warnx_("merge: '%s' is not a cowrun results file", path);
+		warnx_("%s: '%s' is not a cowrun results file", context, path);
 		return -1;
 	}
 	if (f->length == strlen(identity) && memcmp(f->payload, identity, f->length) == 0)
 		return 0;
 	describe_identity((const char *)f->payload, f->length, saved, sizeof saved);
 	describe_identity(identity, strlen(identity), ours, sizeof ours);
-	warnx_("merge: '%s' was saved by '%s', not by this run's '%s'", path, saved, ours);
+	warnx_("%s: '%s' was saved by '%s', not by this run's '%s'", context, path, saved, ours);
 	return -1;
 }
 
@@ -170,7 +171,7 @@ static int load_frame(struct batch *b, const char *path, const char *identity,
 		return -1;
 	}
 	if (*frames == 0 && f->type != WIRE_IDENTITY)
-		return check_identity(path, f, identity);
+		return check_identity("merge", path, f, identity);
 	switch (f->type) {
 	case WIRE_IDENTITY:
 		if (*frames > 0) {
@@ -178,7 +179,7 @@ static int load_frame(struct batch *b, const char *path, const char *identity,
 			return -1;
 		}
 		(*frames)++;
-		return check_identity(path, f, identity);
+		return check_identity("merge", path, f, identity);
 	case WIRE_END:
 		if (f->task != *frames - 1) {
 			warnx_("merge: '%s' ends after %llu tasks but says %llu", path,
@@ -230,6 +231,108 @@ int results_load(struct batch *b, const char *path, const char *identity)
 		warnx_("merge: '%s' is truncated (no end marker)", path);
 	else
 		rc = 0;
+out:
+	wire_reader_free(&r);
+	close(fd);
+	return rc;
+}
+
+/* ---- the journal ---- */
+
+int journal_open(struct results_writer *w, const char *path, const char *identity,
+		 long long keep)
+{
+	memset(w, 0, sizeof *w);
+	snprintf(w->final, sizeof w->final, "%s", path);
+	snprintf(w->temp, sizeof w->temp, "%s", path);
+	w->fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | (keep > 0 ? 0 : O_TRUNC), 0666);
+	if (w->fd < 0) {
+		warnx_("cannot open results journal '%s': %s", path, strerror(errno));
+		return -1;
+	}
+	if (wire_writer_init(&w->out, w->fd, 1 << 16) != 0)
+		goto fail;
+	if (keep > 0) {
+		/* Drop a torn last frame, then append after the good ones. */
+		if (ftruncate(w->fd, keep) != 0 || lseek(w->fd, keep, SEEK_SET) < 0)
+			goto fail;
+	} else if (wire_put(&w->out, WIRE_IDENTITY, 0, identity, strlen(identity)) != 0 ||
+		   wire_flush(&w->out) != 0) {
+		goto fail;
+	}
+	w->synced_ns = now_ns();
+	return 0;
+fail:
+	warnx_("cannot write results journal '%s': %s", path, strerror(errno));
+	close(w->fd);
+	w->fd = -1;
+	wire_writer_free(&w->out);
+	return -1;
+}
+
+int journal_put(struct results_writer *w, enum wire_type type, size_t task,
+		const void *bytes, size_t length)
+{
+	if (w->fd < 0)
+		return -1;
+	if (wire_put(&w->out, type, task, bytes, length) != 0 || wire_flush(&w->out) != 0) {
+		warnx_("cannot write results journal '%s': %s", w->final, strerror(errno));
+		return -1;
+	}
+	/* Durable within about a second without an fsync per task. */
+	if (now_ns() - w->synced_ns > 1000000000u) {
+		fdatasync(w->fd);
+		w->synced_ns = now_ns();
+	}
+	return 0;
+}
+
+int journal_close(struct results_writer *w)
+{
+	int rc = 0;
+
+	if (w->fd < 0)
+		return 0;
+	if (wire_flush(&w->out) != 0 || fsync(w->fd) != 0 || close(w->fd) != 0) {
+		warnx_("cannot write results journal '%s': %s", w->final, strerror(errno));
+		rc = -1;
+	}
+	w->fd = -1;
+	wire_writer_free(&w->out);
+	return rc;
+}
+
+int journal_load(const char *path, const char *identity,
+		 void (*take)(void *ctx, const struct wire_frame *f), void *ctx,
+		 long long *keep)
+{
+	struct wire_reader r;
+	struct wire_frame f;
+	long long consumed = 0;
+	int rc = -1, got = 0, fd = open(path, O_RDONLY | O_CLOEXEC);
+	long n;
+
+	if (fd < 0) {
+		warnx_("--resume: cannot open results journal '%s': %s", path, strerror(errno));
+		return -1;
+	}
+	if (wire_reader_init(&r, 1 << 16) != 0)
+		goto out;
+	while (got >= 0 && (n = wire_reader_fill(&r, fd)) > 0) {
+		while ((got = wire_reader_next(&r, &f)) == 1) {
+			if (consumed == 0 && check_identity("--resume", path, &f, identity) != 0)
+				goto out;
+			if (consumed > 0 && (f.type == WIRE_RESULT || f.type == WIRE_FAILED))
+				take(ctx, &f);
+			consumed += (long long)(sizeof(struct wire_header) + f.length);
+		}
+	}
+	/* A torn or garbled tail (the parent died mid-write) is dropped. */
+	if (consumed == 0)
+		warnx_("--resume: '%s' is not a cowrun results journal", path);
+	else
+		rc = 0;
+	*keep = consumed;
 out:
 	wire_reader_free(&r);
 	close(fd);

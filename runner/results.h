@@ -26,6 +26,7 @@ struct results_writer {
 	int fd;
 	struct wire_writer out;
 	uint64_t frames;
+	uint64_t synced_ns;      /* journal: last fsync */
 	char temp[PATH_MAX], final[PATH_MAX];
 };
 
@@ -52,5 +53,37 @@ void results_abort(struct results_writer *w);
  * from an earlier file.
  */
 int results_load(struct batch *b, const char *path, const char *identity);
+
+/*
+ * The results journal that goes with a --joblog (JOBLOG.res): an IDENTITY
+ * frame, then every task's final outcome appended as it happens, written
+ * at once and fsync'd at most once a second and at close, so --resume can
+ * reuse finished work after any interruption.  It has no END frame: a torn
+ * last frame is dropped when it is read back.
+ *
+ * journal_open() starts a new journal, or with `keep` > 0 truncates an
+ * existing one to its first `keep` bytes (its complete frames, as
+ * journal_load() measured them) and appends.  Returns 0 or -1 after a
+ * message.
+ */
+int journal_open(struct results_writer *w, const char *path, const char *identity,
+		 long long keep);
+
+/* Append one outcome now.  Returns 0 or -1 after a message. */
+int journal_put(struct results_writer *w, enum wire_type type, size_t task,
+		const void *bytes, size_t length);
+
+/* Flush, fsync and close.  Returns 0 or -1 after a message. */
+int journal_close(struct results_writer *w);
+
+/*
+ * Read journal `path`: check its identity, then call `take` for every
+ * complete task frame in file order.  Sets *keep to the length of the
+ * complete part.  Returns 0, or -1 after a message naming the file (missing,
+ * foreign, unreadable).
+ */
+int journal_load(const char *path, const char *identity,
+		 void (*take)(void *ctx, const struct wire_frame *f), void *ctx,
+		 long long *keep);
 
 #endif

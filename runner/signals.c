@@ -1,0 +1,75 @@
+/*
+ * signals.c - SIGINT and SIGTERM handling for the parent.  See signals.h.
+ */
+#define _GNU_SOURCE
+#include "signals.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <string.h>
+#include <unistd.h>
+
+static volatile sig_atomic_t received, last_signal;
+static int wake_pipe[2] = { -1, -1 };
+
+static void on_signal(int sig)
+{
+	int saved = errno;
+
+	received++;
+	last_signal = sig;
+	/* Non-blocking: a full pipe already means "wake up". */
+	if (write(wake_pipe[1], "", 1) < 0) {
+	}
+	errno = saved;
+}
+
+int signals_install(void)
+{
+	struct sigaction sa;
+
+	if (pipe2(wake_pipe, O_CLOEXEC | O_NONBLOCK) != 0)
+		return -1;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = SA_RESTART;
+	if (sigaction(SIGINT, &sa, NULL) != 0 || sigaction(SIGTERM, &sa, NULL) != 0)
+		return -1;
+	return 0;
+}
+
+int signals_count(void)
+{
+	return received;
+}
+
+int signals_last(void)
+{
+	return last_signal;
+}
+
+int signals_fd(void)
+{
+	return wake_pipe[0];
+}
+
+void signals_drain(void)
+{
+	char buf[64];
+
+	while (wake_pipe[0] >= 0 && read(wake_pipe[0], buf, sizeof buf) > 0)
+		;
+}
+
+void signals_reset_in_worker(void)
+{
+	signal(SIGINT, SIG_IGN);
+	signal(SIGTERM, SIG_DFL);
+	if (wake_pipe[0] >= 0) {
+		close(wake_pipe[0]);
+		close(wake_pipe[1]);
+		wake_pipe[0] = wake_pipe[1] = -1;
+	}
+}

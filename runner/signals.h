@@ -1,0 +1,26 @@
+/*
+ * signals.h - SIGINT and SIGTERM in the parent.  The handlers only count
+ * the signal and write a byte to a self-pipe, so the main loop's poll()
+ * wakes up; the loop decides what to do: first signal, stop handing out
+ * tasks and let running ones finish; second signal, kill the workers.
+ */
+#ifndef COWRUN_SIGNALS_H
+#define COWRUN_SIGNALS_H
+
+/* Install the handlers.  Returns 0 or -1 with errno. */
+int signals_install(void);
+
+/* How many SIGINT/SIGTERM have arrived, and the last one (0 if none). */
+int signals_count(void);
+int signals_last(void);
+
+/* The read end of the self-pipe, for poll(); -1 before install.  Read it
+ * empty with signals_drain(). */
+int signals_fd(void);
+void signals_drain(void);
+
+/* In a freshly forked worker: SIGINT ignored (the terminal's Ctrl-C is the
+ * parent's to handle), SIGTERM back to its default, the pipe closed. */
+void signals_reset_in_worker(void);
+
+#endif
