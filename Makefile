@@ -2,7 +2,9 @@
 #   make            build bin/cowrun
 #   make deps       install missing Debian packages (as root; else print the command)
 #   make test       unit tests (cmocka) and CLI tests (bats), one summary line
-#   make demo       the nightly sales batch on built-in synthetic data
+#   make demo       the nightly sales batch on built-in synthetic data, then a quick compare
+#   make bench      compare every mode on the built-in workloads (long), then plots
+#   make plots      plots/out/ from the latest results/*.csv
 #   make install    PREFIX=/usr/local DESTDIR=
 
 PREFIX ?= /usr/local
@@ -11,10 +13,10 @@ CC ?= gcc
 CFLAGS ?= -O2 -g
 WARNINGS = -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes
 ALL_CFLAGS = -std=gnu11 $(WARNINGS) -fopenmp -Irunner $(CFLAGS)
-LDLIBS = -lm
+LDLIBS = -lm -llapacke -lopenblas
 
 # Debian packages the project needs: to build and test, and to benchmark.
-DEB_PACKAGES = gcc make libcmocka-dev bats pkg-config hyperfine time
+DEB_PACKAGES = gcc make libcmocka-dev bats pkg-config hyperfine time gnuplot-nox parallel liblapacke-dev libopenblas-dev
 
 # The unit tests link the runner's modules without main and the registry
 # (which pulls in every workload).
@@ -25,12 +27,17 @@ WORKLOAD_OBJ = $(WORKLOAD_SRC:%.c=build/%.o)
 UNIT_SRC = $(wildcard tests/unit/test_*.c)
 UNIT_BIN = $(UNIT_SRC:tests/unit/%.c=build/tests/%)
 
-.PHONY: all deps test unit demo clean install check-deps
-all: bin/cowrun
+.PHONY: all deps test unit demo bench plots clean install check-deps
+all: bin/cowrun build/forkcost
 
 bin/cowrun: build/runner/main.o build/runner/registry.o $(RUNNER_OBJ) $(WORKLOAD_OBJ)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS)
+
+# compare/forkcost's measuring program: fork cost against setup size.
+build/forkcost: compare/forkcost.c build/runner/arena.o
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -MMD -MP -o $@ $< build/runner/arena.o $(LDLIBS)
 
 build/%.o: %.c
 	@mkdir -p $(@D)
@@ -57,9 +64,33 @@ unit: $(UNIT_BIN) build/tests/reaper
 test: deps all unit
 	@tests/run-all
 
+# The demo's quick compare: one repetition on small data (about a minute).
+DEMO_COMPARE = --jobs 1,2,4 --reps 1 --workload sales --out results/demo-sales.csv \
+	--timeline results/demo-sales-timeline.csv -- --rows 4000000 --stores 24
+
 demo: deps all
 	bin/cowrun --verbose sales
 	@echo "reports: $$(ls out | wc -l) files in out/ (e.g. out/$$(ls out | head -1))"
+	compare/compare $(DEMO_COMPARE)
+	plots/plot results/demo-sales.csv results/demo-sales-timeline.csv
+	@echo "open plots/out/demo-sales-speedup.png, -wall, -efficiency and -timeline.png (SVGs beside them); numbers in results/demo-sales.csv"
+
+# Every mode on every built-in workload, 3 repetitions at -j 1,2,4: about
+# 45 minutes on 2 cores (parallel-task redoes sales' 5 s setup per store).
+BENCH = compare/compare --jobs $(BENCH_JOBS) --reps $(BENCH_REPS)
+BENCH_JOBS ?= 1,2,4
+BENCH_REPS ?= 3
+BENCH_SELFTEST_ARGS ?= --tasks 200 --work-us 20000
+
+bench: deps all
+	$(BENCH) --workload sales --timeline results/sales-timeline.csv
+	$(BENCH) --workload average
+	$(BENCH) --workload selftest -- $(BENCH_SELFTEST_ARGS)
+	plots/plot results/sales.csv results/sales-timeline.csv results/average.csv results/selftest.csv
+
+plots:
+	@ls results/*.csv >/dev/null 2>&1 || { echo "plots: no results/*.csv yet: run make bench or make demo"; exit 1; }
+	plots/plot results/*.csv
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/include
@@ -72,3 +103,97 @@ clean:
 build/tests/reaper: tests/helpers/reaper.c
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -o $@ $<
+
+# ---- sanitizers and fuzzing (make check-asan, check-valgrind, fuzz) --------
+# check-asan: every test suite against an AddressSanitizer + UBSan build.
+# It is built in a copy of the working tree (ASAN_DIR), so build/ and bin/
+# stay as they are and the tests find the sanitized bin/cowrun where they
+# always look.  Reports go to log files, so one from a forked worker is
+# caught even in a test that expects the worker to fail; any report fails
+# the target.  selftest --crash raises SIGSEGV and friends on purpose: the
+# sanitizers must leave those signals alone.  Workers leave with _exit(),
+# which skips LeakSanitizer: leaks are checked in the parent only.
+ASAN_DIR = build-asan
+ASAN_CFLAGS = -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer
+ASAN_LOGS = $(CURDIR)/$(ASAN_DIR)/sanitizer-logs
+# With allocator_may_return_null=1 a huge malloc() returns NULL as glibc's
+# does (the code handles ENOMEM), after this warning, which is no report.
+ASAN_TOO_BIG = WARNING: AddressSanitizer failed to allocate
+ASAN_SIGNALS = handle_segv=0:handle_sigbus=0:handle_sigfpe=0:handle_sigill=0:handle_abort=0
+ASAN_ENV = ASAN_OPTIONS=$(ASAN_SIGNALS):detect_leaks=1:allocator_may_return_null=1:log_path=$(ASAN_LOGS)/asan \
+	UBSAN_OPTIONS=$(ASAN_SIGNALS):print_stacktrace=1:log_path=$(ASAN_LOGS)/ubsan
+
+# copy_tree DIR: the working tree's files (tracked and untracked, not
+# ignored) into DIR, keeping DIR's build/ and bin/ so a rerun rebuilds only
+# what changed (all of it if DIR/build/.cflags says other flags).
+copy_tree = mkdir -p $(1) && \
+	find $(1) -mindepth 1 -maxdepth 1 ! -name build ! -name bin -exec rm -rf {} + && \
+	git ls-files -z -co --exclude-standard -- . ':!$(ASAN_DIR)' ':!$(FUZZ_DIR)' ':!$(VALGRIND_DIR)' | \
+	tar --null -T - --ignore-failed-read --warning=no-failed-read -cf - | tar -xf - -C $(1) && \
+	{ echo '$(2)' | cmp -s - $(1)/build/.cflags || rm -rf $(1)/build $(1)/bin; } && \
+	mkdir -p $(1)/build && echo '$(2)' > $(1)/build/.cflags
+
+.PHONY: check-asan check-valgrind fuzz fuzz-build
+check-asan: deps
+	@$(call copy_tree,$(ASAN_DIR),$(ASAN_CFLAGS))
+	$(MAKE) --no-print-directory -C $(ASAN_DIR) CFLAGS='$(ASAN_CFLAGS)' all unit
+	@rm -rf $(ASAN_LOGS) && mkdir -p $(ASAN_LOGS)
+	@cd $(ASAN_DIR) && start=$$(date +%s) && $(ASAN_ENV) tests/run-all; rc=$$?; \
+	echo "check-asan: $$(( $$(date +%s) - start )) s of tests"; \
+	big=$$(cat $(ASAN_LOGS)/* 2>/dev/null | grep -c "$(ASAN_TOO_BIG)"); \
+	[ "$$big" -eq 0 ] || echo "check-asan: $$big allocations refused as too large (ENOMEM, as with glibc)"; \
+	reports=$$(grep -lv "$(ASAN_TOO_BIG)" $(ASAN_LOGS)/* 2>/dev/null); \
+	if [ -n "$$reports" ]; then \
+		cat $$reports; echo "check-asan: sanitizer reports in $(ASAN_LOGS)"; exit 1; fi; \
+	exit $$rc
+
+# check-valgrind: the core CLI scenarios (tests/check-valgrind) under
+# memcheck, every process traced; see that script for how leaks in forked
+# workers are treated.
+VALGRIND_DIR = build-valgrind
+VALGRIND_PACKAGES = valgrind
+check-valgrind: deps all unit
+	@$(MAKE) --no-print-directory deps DEB_PACKAGES='$(VALGRIND_PACKAGES)'
+	tests/check-valgrind $(VALGRIND_DIR)
+
+# fuzz: libFuzzer harnesses (tests/fuzz/fuzz_*.c, clang) for the result
+# record reader, saved results and journals, --tasks/--shard and the sales
+# CSV reader; each runs FUZZ_SECONDS from its seeds (tests/fuzz/corpus/NAME)
+# plus what earlier runs found (FUZZ_DIR/corpus/NAME).  A crash is saved
+# as FUZZ_DIR/crashes/NAME-crash-*: rerun it with FUZZ_DIR/fuzz_NAME FILE.
+FUZZ_DIR = build-fuzz
+FUZZ_CC = clang
+FUZZ_SECONDS = 60
+FUZZ_PACKAGES = clang libclang-rt-dev libomp-dev
+FUZZ_HARNESSES = wire results tasks csv
+FUZZ_CFLAGS = -std=gnu11 $(WARNINGS) -fopenmp -Irunner -g -O1 -fno-omit-frame-pointer \
+	-fsanitize=address,undefined -fno-sanitize-recover=all
+FUZZ_BIN = $(FUZZ_HARNESSES:%=$(FUZZ_DIR)/fuzz_%)
+FUZZ_OPTIONS = -max_total_time=$(FUZZ_SECONDS) -close_fd_mask=2 -print_final_stats=1
+FUZZ_ENV = OMP_NUM_THREADS=1 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1
+
+$(FUZZ_DIR)/%.o: %.c
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -MMD -MP -c -o $@ $<
+
+$(FUZZ_DIR)/fuzz_csv: $(FUZZ_DIR)/workloads/sales.o
+$(FUZZ_DIR)/fuzz_%: tests/fuzz/fuzz_%.c $(RUNNER_SRC:%.c=$(FUZZ_DIR)/%.o)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $^ -lm
+
+-include $(shell find $(FUZZ_DIR) -name '*.d' 2>/dev/null)
+
+fuzz-build: $(FUZZ_BIN)
+
+fuzz:
+	@$(MAKE) --no-print-directory deps DEB_PACKAGES='$(FUZZ_PACKAGES)'
+	@$(MAKE) --no-print-directory fuzz-build
+	@mkdir -p $(FUZZ_DIR)/crashes; failed=; \
+	for h in $(FUZZ_HARNESSES); do \
+		mkdir -p $(FUZZ_DIR)/corpus/$$h; \
+		$(FUZZ_ENV) $(FUZZ_DIR)/fuzz_$$h $(FUZZ_OPTIONS) -artifact_prefix=$(FUZZ_DIR)/crashes/$$h- \
+			$(FUZZ_DIR)/corpus/$$h tests/fuzz/corpus/$$h > $(FUZZ_DIR)/$$h.log 2>&1 || failed="$$failed $$h"; \
+		echo "fuzz: $$h: $$(sed -n 's/^stat::number_of_executed_units: *//p' $(FUZZ_DIR)/$$h.log) runs in $(FUZZ_SECONDS) s, corpus $$(ls $(FUZZ_DIR)/corpus/$$h | wc -l) inputs"; \
+	done; \
+	if [ -n "$$failed" ]; then \
+		for h in $$failed; do grep -A30 -m1 -E '^==[0-9]+==ERROR|^SUMMARY|deadly signal|out-of-memory|timeout' $(FUZZ_DIR)/$$h.log; done; \
+		echo "fuzz: crashed:$$failed (inputs in $(FUZZ_DIR)/crashes/, logs in $(FUZZ_DIR)/NAME.log)"; exit 1; fi
