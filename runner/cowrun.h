@@ -78,6 +78,23 @@ struct cowrun_option {
 int cowrun_parse_options(int argc, char **argv,
 			 const struct cowrun_option *options, void *config);
 
+/* ---- the setup arena ----------------------------------------------------
+ * Memory for the shared state, for setup() to allocate from.  It is one
+ * region, 2 MiB aligned and advised MADV_HUGEPAGE (unless --no-huge-pages),
+ * so fork() copies few page-table entries and workers read it fast; it
+ * grows as setup allocates, without a size known in advance.  After setup
+ * the runner makes it read-only (unless --no-freeze): a worker that writes
+ * to it stops with an error naming the task and the offset, instead of
+ * silently copying shared memory.  Hence: nothing that merge() or finish()
+ * writes may live here.  The runner frees it at exit; never free() it.
+ * Every allocation starts zero-filled.  All return NULL (errno ENOMEM) when
+ * the reservation is exhausted or after setup.
+ */
+void *cowrun_alloc(size_t size);
+void *cowrun_alloc_aligned(size_t size, size_t align); /* align: a power of two */
+char *cowrun_strdup(const char *s);
+void *cowrun_memdup(const void *p, size_t size);
+
 /* ---- what a workload calls ------------------------------------------- */
 
 /*

@@ -15,7 +15,9 @@
 #include "registry.h"
 #include "results.h"
 #include "resume.h"
+#include "procstat.h"
 #include "selection.h"
+#include "setup_arena.h"
 #include "signals.h"
 #include "task.h"
 #include "util.h"
@@ -59,6 +61,8 @@ struct cli {
 	struct halt_policy halt;
 	double timeout_s;
 	int bar;                  /* 0 off, 1 on a terminal, 2 always */
+	int no_huge_pages, no_freeze;
+	const char *stats_path;   /* --stats */
 	const struct cowrun_workload *workload;
 	int wargc;
 	char **wargv;
@@ -100,6 +104,9 @@ static void usage(FILE *out)
 "                      soon lets them finish)\n"
 "      --timeout SECS  fail a task running longer (SIGTERM, SIGKILL 2 s later)\n"
 "      --bar[=always]  progress line on stderr (only on a terminal unless always)\n"
+"      --no-huge-pages give the setup arena 4 KiB pages (to compare fork cost)\n"
+"      --no-freeze     leave the setup arena writable after setup\n"
+"      --stats FILE    one CSV row per worker: fork time, faults, Pss, copied memory\n"
 "      --list          list the built-in workloads\n"
 "  -v, --verbose       report setup time, workers and fork time on stderr\n"
 "  -h, --help          show this help\n"
@@ -195,7 +202,7 @@ static int take_value(int c, const char *arg, struct cli *cli)
 	}
 	if (arg[0] == '\0') {
 		warnx_("%s: empty file name", c == 'o' ? "--outdir" : c == 'R' ? "--save-results" :
-		       c == 'J' ? "--joblog" : "--timeline");
+		       c == 'J' ? "--joblog" : c == 'P' ? "--stats" : "--timeline");
 		return EXIT_USAGE;
 	}
 	switch (c) {
@@ -203,6 +210,7 @@ static int take_value(int c, const char *arg, struct cli *cli)
 	case 'R': cli->save_path = arg; break;
 	case 'L': cli->timeline_path = arg; break;
 	case 'J': cli->joblog_path = arg; break;
+	case 'P': cli->stats_path = arg; break;
 	}
 	return 0;
 }
@@ -256,6 +264,9 @@ static int parse_cli(int argc, char **argv, struct cli *cli)
 		{ "halt", required_argument, NULL, 'H' },
 		{ "timeout", required_argument, NULL, 't' },
 		{ "bar", optional_argument, NULL, 'B' },
+		{ "no-huge-pages", no_argument, NULL, 'N' },
+		{ "no-freeze", no_argument, NULL, 'Z' },
+		{ "stats", required_argument, NULL, 'P' },
 		{ "list", no_argument, NULL, 'l' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
@@ -274,6 +285,8 @@ static int parse_cli(int argc, char **argv, struct cli *cli)
 		case 'F': cli->force = 1; break;
 		case 'r': cli->resume = cli->resume ? cli->resume : 1; break;
 		case 'f': cli->resume = 2; break;
+		case 'N': cli->no_huge_pages = 1; break;
+		case 'Z': cli->no_freeze = 1; break;
 		case 'v': cli->verbose = 1; break;
 		case 'l': list_workloads(); return -1;
 		case 'h': usage(stdout); return -1;
@@ -372,6 +385,45 @@ static size_t choose_workers(const struct cli *cli, size_t ntasks)
 	return workers;
 }
 
+/* --stats and the --verbose memory line: how much of the setup the
+ * workers shared, and how much each copied.  Returns 0 or -1 after a
+ * message (the stats file could not be written). */
+static int report_worker_memory(const struct cli *cli, const struct pool_stats *st,
+				size_t setup_bytes)
+{
+	uint64_t private_kb = 0, pss_kb = 0;
+	int rc = 0;
+
+	for (size_t i = 0; i < st->nper_worker; i++) {
+		private_kb += st->per_worker[i].private_dirty_kb;
+		pss_kb += st->per_worker[i].pss_kb;
+	}
+	if (cli->verbose && st->nper_worker > 0) {
+		double copied = (double)private_kb / (double)st->nper_worker * 1024.0;
+		warnx_("memory: setup %.1f MiB shared by %zu workers; each copied or allocated %.1f MiB "
+		       "(%.1f%% of the setup) on average, Pss %.1f MiB; fork %.3f ms avg",
+		       setup_bytes / 1048576.0, st->nper_worker, copied / 1048576.0,
+		       setup_bytes ? 100.0 * copied / (double)setup_bytes : 0.0,
+		       (double)pss_kb / (double)st->nper_worker / 1024.0,
+		       st->forks ? st->fork_ns_total / 1e6 / (double)st->forks : 0.0);
+	}
+	if (cli->stats_path == NULL)
+		return 0;
+	FILE *f = fopen(cli->stats_path, "we");
+	if (f == NULL) {
+		warnx_("--stats: cannot create '%s': %s", cli->stats_path, strerror(errno));
+		return -1;
+	}
+	procstat_write_header(f);
+	for (size_t i = 0; i < st->nper_worker; i++)
+		procstat_write_row(f, &st->per_worker[i]);
+	if (fclose(f) != 0) {
+		warnx_("--stats: cannot write '%s': %s", cli->stats_path, strerror(errno));
+		rc = -1;
+	}
+	return rc;
+}
+
 /* Run the task phase in the chosen mode.  Returns 0 or -1 (runner error). */
 static int run_tasks(const struct cli *cli, struct batch *b)
 {
@@ -389,13 +441,19 @@ static int run_tasks(const struct cli *cli, struct batch *b)
 			warnx_("omp: %zu threads on %d CPUs", workers, cpu_count());
 		return omp_run(b, workers);
 	}
-	struct pool_options opt = { (uint64_t)(cli->timeout_s * 1e9) };
+	struct pool_options opt = { (uint64_t)(cli->timeout_s * 1e9), !cli->no_freeze };
+	size_t setup_bytes = arena_used(setup_arena());
+	if (setup_bytes == 0)
+		setup_bytes = procstat_rss_bytes();
 	int rc = pool_run(b, workers, &opt, &stats);
 	if (cli->verbose)
 		warnx_("fork: %zu workers on %d CPUs, %zu forks, fork() avg %.3f ms max %.3f ms, %zu worker deaths",
 		       stats.workers, cpu_count(), stats.forks,
 		       stats.forks ? stats.fork_ns_total / 1e6 / (double)stats.forks : 0.0,
 		       stats.fork_ns_max / 1e6, stats.worker_deaths);
+	if (report_worker_memory(cli, &stats, setup_bytes) != 0 && rc == 0)
+		rc = -1;
+	free(stats.per_worker);
 	return rc;
 }
 
@@ -607,7 +665,8 @@ static int close_side_files(const struct cli *cli, struct batch *b, struct side_
 	int rc = 0;
 
 	b->timeline = NULL;
-	if (timeline_close(&f->timeline, cli->timeline_path, 1) != 0)
+	/* A timeline of a run that never started is no timeline. */
+	if (timeline_close(&f->timeline, cli->timeline_path, b->started_ns != 0) != 0)
 		rc = -1;
 	if (b->joblog && joblog_close(&f->joblog) != 0)
 		rc = -1;
@@ -748,6 +807,8 @@ int main(int argc, char **argv)
 		options_print_help(cli.workload, stdout);
 		return 0;
 	}
+	if (setup_arena_init(!cli.no_huge_pages) != 0)
+		return EXIT_USAGE;
 	uint64_t t0 = now_ns();
 	b.workload = cli.workload;
 	b.outdir = cli.outdir;
@@ -757,8 +818,14 @@ int main(int argc, char **argv)
 		return EXIT_USAGE;
 	b.ntasks = cli.workload->ntasks(b.state);
 	uint64_t t1 = now_ns();
-	if (cli.verbose)
+	if (!cli.no_freeze && setup_arena_freeze() != 0)
+		return EXIT_USAGE;
+	if (cli.verbose) {
+		char arena_line[256];
 		warnx_("%s: setup %.3f s, %zu tasks", b.workload->name, (t1 - t0) / 1e9, b.ntasks);
+		warnx_("%s%s", arena_describe(setup_arena(), arena_line, sizeof arena_line),
+		       cli.no_freeze ? ", writable" : ", frozen");
+	}
 	rc = run_batch(&cli, &b);
 	if (cli.verbose && b.ended_ns)
 		warnx_("%s: tasks %.3f s, merge and summary %.3f s, total %.3f s", b.workload->name,
@@ -767,5 +834,6 @@ int main(int argc, char **argv)
 	batch_free(&b);
 	if (cli.workload->teardown)
 		cli.workload->teardown(b.state);
+	setup_arena_destroy();
 	return rc;
 }

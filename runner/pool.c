@@ -55,6 +55,7 @@ static int pool_init(struct pool *p, struct batch *b, size_t workers,
 	p->stats = stats;
 	p->parent_pid = getpid();
 	p->timeout_ns = opt->timeout_ns;
+	p->catch_frozen_writes = opt->catch_frozen_writes;
 	p->send_timing = b->joblog != NULL || b->timeline != NULL;
 	/* Each task is requeued at most once per attempt. */
 	p->requeue_cap = batch_count(b) * ((size_t)b->retries + 1) + workers;
@@ -118,6 +119,7 @@ static int spawn_worker(struct pool *p, size_t i)
 	atomic_store(&p->shared_slots[i].chunk_end, 0);
 	fflush(NULL); /* else buffered output would be written twice */
 	uint64_t t0 = now_ns();
+	p->fork_started_ns = t0;
 	pid_t pid = fork();
 	uint64_t took = now_ns() - t0;
 	if (pid < 0) {
@@ -140,6 +142,7 @@ static int spawn_worker(struct pool *p, size_t i)
 	s->corrupt = s->has_timing = s->stopped_by_us = 0;
 	s->timed_out_task = NO_TASK;
 	s->kill_at_ns = 0;
+	s->fork_ns = took;
 	s->reader.start = s->reader.end = 0;
 	p->live++;
 	p->stats->forks++;
@@ -264,7 +267,9 @@ static void settle_current_task(struct pool *p, size_t i, uint64_t k, int status
 		return;
 	}
 	dead_attempt(p, i, k, status, &a);
-	if (a.exitval == -1)
+	if (WIFEXITED(status) && WEXITSTATUS(status) == WORKER_EXIT_FROZEN)
+		snprintf(why, sizeof why, "%s", p->shared_slots[i].fault);
+	else if (a.exitval == -1)
 		snprintf(why, sizeof why, "timed out after %.3f s (--timeout)", p->timeout_ns / 1e9);
 	else
 		snprintf(why, sizeof why, "worker %ld %s%s", (long)s->pid,
@@ -346,6 +351,26 @@ static void reported_attempt(const struct pool *p, size_t i, const struct wire_f
 		a->exitval = 1;
 }
 
+/* Keep a worker's WIRE_STATS report, with the parent's side added. */
+static int keep_stats(struct pool *p, size_t i, const struct wire_frame *f)
+{
+	struct pool_stats *st = p->stats;
+	struct worker_stats ws;
+
+	if (f->length != sizeof ws)
+		return 1;
+	memcpy(&ws, f->payload, sizeof ws);
+	ws.fork_ns = p->slots[i].fork_ns;
+	ws.slot = i;
+	ws.pid = (uint64_t)p->slots[i].pid;
+	struct worker_stats *more = realloc(st->per_worker, (st->nper_worker + 1) * sizeof ws);
+	if (more == NULL)
+		return 0; /* statistics are not worth failing the run for */
+	st->per_worker = more;
+	st->per_worker[st->nper_worker++] = ws;
+	return 0;
+}
+
 /* Hand one frame to the batch.  Returns 0, 1 if the stream is corrupt, or
  * -1 on a fatal error. */
 static int take_frame(struct pool *p, size_t i, const struct wire_frame *f)
@@ -354,6 +379,8 @@ static int take_frame(struct pool *p, size_t i, const struct wire_frame *f)
 	struct attempt a;
 	char why[600];
 
+	if (f->type == WIRE_STATS)
+		return keep_stats(p, i, f);
 	if (f->task >= p->batch->ntasks)
 		return 1;
 	if (f->type == WIRE_TIMING && f->length == sizeof s->timing) {

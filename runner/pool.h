@@ -11,8 +11,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "procstat.h"
+
 struct pool_options {
 	uint64_t timeout_ns;     /* --timeout per task; 0: none */
+	int catch_frozen_writes; /* the setup arena is frozen: name writers */
 };
 
 struct pool_stats {
@@ -21,6 +24,8 @@ struct pool_stats {
 	size_t worker_deaths;    /* workers that died abnormally */
 	uint64_t fork_ns_total;  /* parent-side time inside fork() */
 	uint64_t fork_ns_max;
+	struct worker_stats *per_worker; /* one per worker that reported; */
+	size_t nper_worker;              /* the caller frees per_worker */
 };
 
 /*

@@ -9,6 +9,7 @@
 
 #include "batch.h"
 #include "pool.h"
+#include "procstat.h"
 #include "wire.h"
 
 #include <stdatomic.h>
@@ -19,7 +20,12 @@
 
 /* Worker exit codes for the runner's own failures (a task's failure is a
  * WIRE_FAILED frame, not an exit code). */
-enum { WORKER_EXIT_PIPE = 120, WORKER_EXIT_NOMEM = 121, WORKER_EXIT_ORPHAN = 122 };
+enum {
+	WORKER_EXIT_PIPE = 120,    /* the result pipe failed */
+	WORKER_EXIT_NOMEM = 121,
+	WORKER_EXIT_ORPHAN = 122,  /* the parent died before the worker started */
+	WORKER_EXIT_FROZEN = 123,  /* a task wrote to the frozen setup arena */
+};
 
 /* What one worker is doing.  Written by the worker, read by the parent
  * (for timeouts while it runs; for its claims after reaping it).  One
@@ -29,6 +35,7 @@ struct shared_slot {
 	_Atomic uint64_t current_start; /* CLOCK_MONOTONIC when it began */
 	_Atomic uint64_t chunk_start;   /* claimed positions whose results */
 	_Atomic uint64_t chunk_end;     /* may still be unsent */
+	char fault[192];                /* why it exited WORKER_EXIT_FROZEN */
 } __attribute__((aligned(64)));
 
 struct shared_area {
@@ -56,6 +63,7 @@ struct worker_slot {
 	uint64_t timed_out_task;  /* task we sent SIGTERM for, or NO_TASK */
 	uint64_t kill_at_ns;      /* SIGKILL if still alive then; 0: no */
 	int stopped_by_us;        /* killed for --halt now or a second signal */
+	uint64_t fork_ns;         /* how long its fork() took */
 };
 
 struct pool {
@@ -75,6 +83,8 @@ struct pool {
 	size_t deaths_since_progress;
 	uint64_t timeout_ns;      /* --timeout, 0: none */
 	int send_timing;          /* workers send WIRE_TIMING frames */
+	uint64_t fork_started_ns; /* when the parent called fork() for it */
+	int catch_frozen_writes;  /* workers trap writes to the setup arena */
 	struct pool_stats *stats;
 };
 

@@ -9,11 +9,17 @@
 extern const struct cowrun_workload cowrun_workload_average;
 extern const struct cowrun_workload cowrun_workload_sales;
 extern const struct cowrun_workload cowrun_workload_selftest;
+extern const struct cowrun_workload cowrun_workload_risk;
+extern const struct cowrun_workload cowrun_workload_printer;
+extern const struct cowrun_workload cowrun_workload_legacy;
 
 const struct cowrun_workload *const registry_workloads[] = {
 	&cowrun_workload_sales,
 	&cowrun_workload_average,
 	&cowrun_workload_selftest,
+	&cowrun_workload_risk,
+	&cowrun_workload_printer,
+	&cowrun_workload_legacy,
 	NULL,
 };
 

@@ -153,7 +153,7 @@ int wire_reader_next(struct wire_reader *r, struct wire_frame *frame)
 		return 0;
 	memcpy(&h, r->buf + r->start, sizeof h);
 	if (h.magic != WIRE_MAGIC || h.length > WIRE_MAX_PAYLOAD ||
-	    h.type < WIRE_RESULT || h.type > WIRE_END)
+	    h.type < WIRE_RESULT || h.type > WIRE_TYPE_MAX)
 		return -1;
 	if (r->end - r->start - sizeof h < h.length)
 		return 0;

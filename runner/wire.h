@@ -10,7 +10,8 @@
  *                   WIRE_IDENTITY (first frame of a saved-results file:
  *                   who saved it; task = number of tasks), or
  *                   WIRE_END (last frame of a saved-results file; task =
- *                   number of frames before it)
+ *                   number of frames before it), or
+ *                   WIRE_STATS (a worker's last frame: struct worker_stats)
  *   uint32 magic    WIRE_MAGIC, to catch a desynchronised stream early
  *   uint64 task     task index
  *   uint64 length   payload bytes
@@ -33,6 +34,8 @@ enum wire_type {
 	WIRE_TIMING = 3,
 	WIRE_IDENTITY = 4,
 	WIRE_END = 5,
+	WIRE_STATS = 6,
+	WIRE_TYPE_MAX = WIRE_STATS,
 };
 
 /* When and where a task ran (CLOCK_MONOTONIC, which every process on the

@@ -12,6 +12,7 @@
  */
 #define _GNU_SOURCE
 #include "pool_internal.h"
+#include "setup_arena.h"
 #include "signals.h"
 #include "task.h"
 #include "util.h"
@@ -118,6 +119,74 @@ static int run_and_send(struct pool *p, size_t slot, struct cowrun_task *task,
 	return rc != 0 ? -1 : ok;
 }
 
+/* ---- writes to the frozen setup arena ---- */
+
+/* The fault handler's view: set once, before the handler is installed. */
+static struct shared_slot *fault_slot;
+
+/* Append text or a decimal number to buf: async-signal-safe, unlike
+ * snprintf. */
+static char *append_text(char *at, char *end, const char *text)
+{
+	while (*text && at < end)
+		*at++ = *text++;
+	return at;
+}
+
+static char *append_number(char *at, char *end, uint64_t v)
+{
+	char digits[24];
+	int n = 0;
+
+	do
+		digits[n++] = (char)('0' + v % 10);
+	while ((v /= 10) != 0);
+	while (n > 0 && at < end)
+		*at++ = digits[--n];
+	return at;
+}
+
+/* SIGSEGV: a write to the frozen arena is the task's bug, said plainly
+ * through the shared slot; any other fault crashes as it would have. */
+static void on_segv(int sig, siginfo_t *info, void *context)
+{
+	size_t offset;
+	(void)context;
+
+	if (info->si_code > 0 && arena_contains(setup_arena(), info->si_addr, &offset)) {
+		char *at = fault_slot->fault, *end = at + sizeof fault_slot->fault - 1;
+		at = append_text(at, end, "wrote to shared setup memory at offset ");
+		at = append_number(at, end, offset);
+		at = append_text(at, end, " of the setup arena, which is read-only after setup "
+				 "(per-task data belongs outside it; --no-freeze allows it)");
+		*at = '\0';
+		_exit(WORKER_EXIT_FROZEN);
+	}
+	signal(sig, SIG_DFL);
+	raise(sig); /* delivered with the default action once we return */
+}
+
+static void catch_frozen_writes(struct shared_slot *me)
+{
+	struct sigaction sa;
+
+	fault_slot = me;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_sigaction = on_segv;
+	sa.sa_flags = SA_SIGINFO;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGSEGV, &sa, NULL);
+}
+
+/* The worker's last frame: what it cost. */
+static int send_stats(struct wire_writer *out, uint64_t start_delay, uint64_t tasks)
+{
+	struct worker_stats s = { .start_delay_ns = start_delay, .tasks = tasks };
+
+	procstat_measure(&s);
+	return wire_put(out, WIRE_STATS, 0, &s, sizeof s);
+}
+
 /* Become a proper worker: die with the parent, leave the terminal's
  * signals to it, drop the descriptors it holds for other workers. */
 static void become_worker(struct pool *p)
@@ -135,13 +204,16 @@ static void become_worker(struct pool *p)
 
 void worker_main(struct pool *p, size_t slot, int fd)
 {
+	uint64_t start_delay = now_ns() - p->fork_started_ns;
 	struct shared_slot *me = &p->shared_slots[slot];
 	struct wire_writer out;
 	struct cowrun_task task;
 	struct claim c;
-	uint64_t last_size = 0, last_ns = 0;
+	uint64_t last_size = 0, last_ns = 0, tasks = 0;
 
 	become_worker(p);
+	if (p->catch_frozen_writes)
+		catch_frozen_writes(me);
 	if (wire_writer_init(&out, fd, PIPE_BUFFER_BYTES) != 0)
 		_exit(WORKER_EXIT_NOMEM);
 	task_init(&task, p->batch->workload, p->batch->outdir);
@@ -162,12 +234,16 @@ void worker_main(struct pool *p, size_t slot, int fd)
 			int ok = run_and_send(p, slot, &task, &out, k);
 			if (ok < 0)
 				_exit(WORKER_EXIT_PIPE);
+			tasks++;
 			/* A retry deserves a fresh fork of the pristine parent. */
 			if (!ok && p->batch->retries > 0)
-				_exit(wire_flush(&out) == 0 ? 0 : WORKER_EXIT_PIPE);
+				goto leave;
 		}
 		last_size = c.count;
 		last_ns = now_ns() - start;
 	}
-	_exit(wire_flush(&out) == 0 ? 0 : WORKER_EXIT_PIPE);
+leave:
+	if (send_stats(&out, start_delay, tasks) != 0 || wire_flush(&out) != 0)
+		_exit(WORKER_EXIT_PIPE);
+	_exit(0);
 }

@@ -29,7 +29,7 @@ static const struct cowrun_option average_options[] = {
 
 struct average_state {
 	size_t size, chunks;
-	double *values;      /* shared, read-only after setup */
+	double *values;      /* shared, in the setup arena */
 	double total;        /* parent only: merged sum */
 	unsigned long long count;
 };
@@ -66,7 +66,8 @@ static void *average_setup(int argc, char **argv)
 		return NULL;
 	}
 	s = calloc(1, sizeof *s);
-	if (s == NULL || (s->values = malloc((size_t)cfg.size * sizeof(double))) == NULL) {
+	/* The array is the shared state: in the setup arena. */
+	if (s == NULL || (s->values = cowrun_alloc((size_t)cfg.size * sizeof(double))) == NULL) {
 		cowrun_error("cannot allocate %lld doubles", cfg.size);
 		free(s);
 		return NULL;
@@ -138,10 +139,7 @@ static void average_teardown(void *state)
 {
 	struct average_state *s = state;
 
-	if (s) {
-		free(s->values);
-		free(s);
-	}
+	free(s); /* the values belong to the setup arena */
 }
 
 const struct cowrun_workload cowrun_workload_average = {

@@ -123,7 +123,7 @@ struct sales_acc {
 
 struct sales {
 	struct sales_config cfg;
-	struct txn *txn;        /* grouped by store, own mapping (big_alloc) */
+	struct txn *txn;        /* grouped by store, in the setup arena */
 	size_t ntxn, txn_bytes;
 	size_t *store_off;      /* store k's sales: txn[off[k] .. off[k+1]) */
 	uint32_t *store_id;     /* ascending */
@@ -312,29 +312,6 @@ static void *grow_array(void *p, size_t *cap, size_t need, size_t size)
 	if (p)
 		*cap = n;
 	return p;
-}
-
-/* Memory for the store-grouped transactions: its own mapping, asking for
- * huge pages, because fork() then copies a few page-table entries instead
- * of one per 4 KiB page (DESIGN.md: 18-25 ms vs under 1 ms per GiB), and
- * workers read it faster.  Freed with big_free(p, size). */
-static void *big_alloc(size_t size)
-{
-	void *p = mmap(NULL, size, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-
-	if (p == MAP_FAILED)
-		return NULL;
-#ifdef MADV_HUGEPAGE
-	(void)madvise(p, size, MADV_HUGEPAGE); /* a hint; refusal is fine */
-#endif
-	return p;
-}
-
-static void big_free(void *p, size_t size)
-{
-	if (p)
-		munmap(p, size);
 }
 
 /* ---- number formatting (integers only, so output never varies) ---------- */
@@ -1181,7 +1158,9 @@ static int index_txns(struct sales *s, const struct raw *raw,
 
 	s->store_off = calloc(s->nstores + 1, sizeof *s->store_off);
 	s->txn_bytes = raw->n * sizeof *s->txn;
-	s->txn = big_alloc(s->txn_bytes);
+	/* The bulk of the shared state: in the runner's setup arena (huge
+	 * pages, so fork() stays cheap; read-only after setup). */
+	s->txn = cowrun_alloc_aligned(s->txn_bytes, 64);
 	if (next == NULL || s->store_off == NULL || s->txn == NULL) {
 		free(next);
 		return -1;
@@ -1277,7 +1256,6 @@ static void sales_teardown(void *state)
 
 	if (s == NULL)
 		return;
-	big_free(s->txn, s->txn_bytes);
 	free(s->store_off);
 	free(s->store_id);
 	free(s->product);

@@ -21,12 +21,14 @@
 #include <unistd.h>
 
 struct selftest_config {
-	long long tasks, work_us, sleep_ms, result_bytes, report_bytes, setup_mb;
-	const char *crash, *fail, *exit_task;
+	long long tasks, work_us, sleep_ms, result_bytes, report_bytes, setup_mb, dirty_mb;
+	const char *crash, *fail, *exit_task, *write_shared;
 	int read_setup;
 };
 
-static const struct selftest_config selftest_defaults = { 100, 0, 0, 8, 0, 0, NULL, NULL, NULL, 0 };
+static const struct selftest_config selftest_defaults = {
+	.tasks = 100, .result_bytes = 8,
+};
 
 static const struct cowrun_option selftest_options[] = {
 	{ "tasks", COWRUN_OPT_INT, offsetof(struct selftest_config, tasks), 0, 1e9,
@@ -41,6 +43,10 @@ static const struct cowrun_option selftest_options[] = {
 	  "B", "each task writes a report file of B bytes (task-NNNNNN)" },
 	{ "setup-mb", COWRUN_OPT_INT, offsetof(struct selftest_config, setup_mb), 0, 1 << 20,
 	  "S", "setup allocates and touches S MiB of shared memory" },
+	{ "dirty-mb", COWRUN_OPT_INT, offsetof(struct selftest_config, dirty_mb), 0, 1 << 20,
+	  "M", "each task writes the first M MiB of the shared setup (needs --no-freeze): COW copies" },
+	{ "write-shared", COWRUN_OPT_STRING, offsetof(struct selftest_config, write_shared), 0, 0,
+	  "K", "task K writes one byte of the shared setup (the freeze catches it); K may be a list" },
 	{ "read-setup", COWRUN_OPT_FLAG, offsetof(struct selftest_config, read_setup), 0, 0,
 	  NULL, "each task reads the whole setup memory once" },
 	{ "crash", COWRUN_OPT_STRING, offsetof(struct selftest_config, crash), 0, 0,
@@ -53,7 +59,7 @@ static const struct cowrun_option selftest_options[] = {
 };
 
 /* What a task should do besides its normal work. */
-enum task_fate { FATE_NORMAL = 0, FATE_CRASH, FATE_FAIL, FATE_EXIT };
+enum task_fate { FATE_NORMAL = 0, FATE_CRASH, FATE_FAIL, FATE_EXIT, FATE_WRITE_SHARED };
 
 struct selftest_state {
 	struct selftest_config cfg;
@@ -158,6 +164,14 @@ static int parse_fates(struct selftest_state *s)
 		return -1;
 	if (s->cfg.exit_task && mark_tasks(s, "exit", s->cfg.exit_task, FATE_EXIT) != 0)
 		return -1;
+	if (s->cfg.write_shared &&
+	    mark_tasks(s, "write-shared", s->cfg.write_shared, FATE_WRITE_SHARED) != 0)
+		return -1;
+	if (s->cfg.dirty_mb > s->cfg.setup_mb) {
+		cowrun_error("--dirty-mb %lld is more than --setup-mb %lld", s->cfg.dirty_mb,
+			     s->cfg.setup_mb);
+		return -1;
+	}
 	return 0;
 }
 
@@ -167,7 +181,7 @@ static int touch_setup(struct selftest_state *s)
 	s->setup_bytes = (size_t)s->cfg.setup_mb << 20;
 	if (s->setup_bytes == 0)
 		return 0;
-	s->setup = malloc(s->setup_bytes);
+	s->setup = cowrun_alloc(s->setup_bytes);
 	if (s->setup == NULL) {
 		cowrun_error("cannot allocate --setup-mb %lld", s->cfg.setup_mb);
 		return -1;
@@ -182,8 +196,6 @@ static void selftest_teardown(void *state)
 	struct selftest_state *s = state;
 
 	if (s) {
-		free(s->fate);
-		free(s->setup);
 		free(s);
 	}
 }
@@ -199,7 +211,7 @@ static void *selftest_setup(int argc, char **argv)
 	s->cfg = selftest_defaults;
 	if (cowrun_parse_options(argc, argv, selftest_options, &s->cfg) != 0)
 		goto fail;
-	s->fate = calloc((size_t)s->cfg.tasks + 1, 1);
+	s->fate = cowrun_alloc((size_t)s->cfg.tasks + 1);
 	if (s->fate == NULL) {
 		cowrun_error("out of memory for %lld tasks", s->cfg.tasks);
 		goto fail;
@@ -282,8 +294,17 @@ static int selftest_run(const void *state, size_t k, struct cowrun_task *task)
 	}
 	if (s->cfg.report_bytes > 0 && write_report(task, k, s->cfg.report_bytes) != 0)
 		return -1;
+	if (s->cfg.dirty_mb > 0) /* deliberately un-share: copy-on-write */
+		memset(s->setup, (int)(k & 0xff), (size_t)s->cfg.dirty_mb << 20);
 	switch (s->fate[k]) {
 	case FATE_CRASH: raise(s->crash_signal); break;
+	case FATE_WRITE_SHARED:
+		/* A bug on purpose: shared setup memory is not the task's. */
+		if (s->setup_bytes)
+			s->setup[(k * 4096) % s->setup_bytes] ^= 1;
+		else
+			s->fate[k] = FATE_NORMAL;
+		break;
 	case FATE_EXIT: _exit(0);
 	case FATE_FAIL:
 		cowrun_task_error(task, "failed on purpose (--fail %zu)", k);

@@ -803,7 +803,7 @@ static void test_corrupt_bad_type(void **state)
 	(void)state;
 	struct wire_header h = { 0, WIRE_MAGIC, 2, 7 };
 	expect_corrupt(&h);
-	h.type = WIRE_END + 1;
+	h.type = WIRE_TYPE_MAX + 1;
 	expect_corrupt(&h);
 	h.type = 0xffffffffu;
 	expect_corrupt(&h);
