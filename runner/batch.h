@@ -28,6 +28,7 @@ struct batch {
 	size_t nselected;
 	struct results_writer *save; /* set: save outcomes instead of merging */
 	FILE *timeline;          /* set: one CSV row per finished task */
+	FILE *stats;             /* set: --stats, one CSV row per worker */
 	uint64_t started_ns;     /* task phase start, timeline origin */
 	uint64_t ended_ns;       /* task phase end */
 	struct reorder reorder;

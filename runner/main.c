@@ -388,8 +388,8 @@ static size_t choose_workers(const struct cli *cli, size_t ntasks)
 /* --stats and the --verbose memory line: how much of the setup the
  * workers shared, and how much each copied.  Returns 0 or -1 after a
  * message (the stats file could not be written). */
-static int report_worker_memory(const struct cli *cli, const struct pool_stats *st,
-				size_t setup_bytes)
+static int report_worker_memory(const struct cli *cli, const struct batch *b,
+				const struct pool_stats *st, size_t setup_bytes)
 {
 	uint64_t private_kb = 0, pss_kb = 0;
 	int rc = 0;
@@ -407,17 +407,12 @@ static int report_worker_memory(const struct cli *cli, const struct pool_stats *
 		       (double)pss_kb / (double)st->nper_worker / 1024.0,
 		       st->forks ? st->fork_ns_total / 1e6 / (double)st->forks : 0.0);
 	}
-	if (cli->stats_path == NULL)
+	if (b->stats == NULL)
 		return 0;
-	FILE *f = fopen(cli->stats_path, "we");
-	if (f == NULL) {
-		warnx_("--stats: cannot create '%s': %s", cli->stats_path, strerror(errno));
-		return -1;
-	}
-	procstat_write_header(f);
+	procstat_write_header(b->stats);
 	for (size_t i = 0; i < st->nper_worker; i++)
-		procstat_write_row(f, &st->per_worker[i]);
-	if (fclose(f) != 0) {
+		procstat_write_row(b->stats, &st->per_worker[i]);
+	if (fflush(b->stats) != 0) {
 		warnx_("--stats: cannot write '%s': %s", cli->stats_path, strerror(errno));
 		rc = -1;
 	}
@@ -451,7 +446,7 @@ static int run_tasks(const struct cli *cli, struct batch *b)
 		       stats.workers, cpu_count(), stats.forks,
 		       stats.forks ? stats.fork_ns_total / 1e6 / (double)stats.forks : 0.0,
 		       stats.fork_ns_max / 1e6, stats.worker_deaths);
-	if (report_worker_memory(cli, &stats, setup_bytes) != 0 && rc == 0)
+	if (report_worker_memory(cli, b, &stats, setup_bytes) != 0 && rc == 0)
 		rc = -1;
 	free(stats.per_worker);
 	return rc;
@@ -654,6 +649,15 @@ static int open_side_files(const struct cli *cli, struct batch *b, const char *i
 			return -1;
 		b->timeline = f->timeline.f;
 	}
+	if (cli->stats_path) {
+		if (refuse_directory("--stats", cli->stats_path) != 0)
+			return -1;
+		b->stats = fopen(cli->stats_path, "we");
+		if (b->stats == NULL) {
+			warnx_("--stats: cannot create '%s': %s", cli->stats_path, strerror(errno));
+			return -1;
+		}
+	}
 	return 0;
 }
 
@@ -676,6 +680,11 @@ static int close_side_files(const struct cli *cli, struct batch *b, struct side_
 		rc |= results_commit(&f->save);
 	else if (f->save.fd >= 0)
 		results_abort(&f->save);
+	if (b->stats && fclose(b->stats) != 0) {
+		warnx_("--stats: cannot write '%s': %s", cli->stats_path, strerror(errno));
+		rc = -1;
+	}
+	b->stats = NULL;
 	b->joblog = NULL;
 	b->journal = NULL;
 	b->save = NULL;
