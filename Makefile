@@ -16,7 +16,7 @@ ALL_CFLAGS = -std=gnu11 $(WARNINGS) -fopenmp -Irunner $(CFLAGS)
 LDLIBS = -lm -llapacke -lopenblas
 
 # Debian packages the project needs: to build and test, and to benchmark.
-DEB_PACKAGES = gcc make libcmocka-dev bats pkg-config hyperfine time gnuplot-nox parallel liblapacke-dev libopenblas-dev
+DEB_PACKAGES = gcc make libcmocka-dev bats pkg-config hyperfine time gnuplot-nox parallel liblapacke-dev libopenblas-dev help2man
 
 # The unit tests link the runner's modules without main and the registry
 # (which pulls in every workload).
@@ -30,9 +30,11 @@ UNIT_BIN = $(UNIT_SRC:tests/unit/%.c=build/tests/%)
 .PHONY: all deps test unit demo bench plots clean install check-deps
 all: bin/cowrun build/forkcost
 
+# -rdynamic: a plugin (--workload FILE.so) calls cowrun_emit() and friends
+# from this binary.
 bin/cowrun: build/runner/main.o build/runner/registry.o $(RUNNER_OBJ) $(WORKLOAD_OBJ)
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS)
+	$(CC) $(ALL_CFLAGS) -rdynamic -o $@ $^ $(LDLIBS)
 
 # compare/forkcost's measuring program: fork cost against setup size.
 build/forkcost: compare/forkcost.c build/runner/arena.o
@@ -73,7 +75,7 @@ demo: deps all
 	@echo "reports: $$(ls out | wc -l) files in out/ (e.g. out/$$(ls out | head -1))"
 	compare/compare $(DEMO_COMPARE)
 	plots/plot results/demo-sales.csv results/demo-sales-timeline.csv
-	@echo "open plots/out/demo-sales-speedup.png, -wall, -efficiency and -timeline.png (SVGs beside them); numbers in results/demo-sales.csv"
+	@echo "demo: open plots/out/demo-sales-{speedup,wall,efficiency,timeline}.png (or .svg); the runs are in results/demo-sales.csv"
 
 # Every mode on every built-in workload, 3 repetitions at -j 1,2,4: about
 # 45 minutes on 2 cores (parallel-task redoes sales' 5 s setup per store).
@@ -92,10 +94,20 @@ plots:
 	@ls results/*.csv >/dev/null 2>&1 || { echo "plots: no results/*.csv yet: run make bench or make demo"; exit 1; }
 	plots/plot results/*.csv
 
-install: all
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/include
+# The man page is cowrun --help, typeset (help2man); the pkg-config file
+# lets an out-of-tree workload (workloads/template) find cowrun.h.
+build/cowrun.1: bin/cowrun
+	@mkdir -p $(@D)
+	help2man --no-info --name="fork-after-setup batch runner" --output=$@ bin/cowrun
+
+install: all build/cowrun.1
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/include \
+		$(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/share/man/man1
 	install -m 755 bin/cowrun $(DESTDIR)$(PREFIX)/bin/cowrun
 	install -m 644 runner/cowrun.h $(DESTDIR)$(PREFIX)/include/cowrun.h
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e "s|@VERSION@|$$(bin/cowrun --version | cut -d' ' -f2)|" \
+		runner/cowrun.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/cowrun.pc
+	install -m 644 build/cowrun.1 $(DESTDIR)$(PREFIX)/share/man/man1/cowrun.1
 
 clean:
 	rm -rf build bin out
@@ -169,6 +181,7 @@ FUZZ_HARNESSES = wire results tasks csv
 FUZZ_CFLAGS = -std=gnu11 $(WARNINGS) -fopenmp -Irunner -g -O1 -fno-omit-frame-pointer \
 	-fsanitize=address,undefined -fno-sanitize-recover=all
 FUZZ_BIN = $(FUZZ_HARNESSES:%=$(FUZZ_DIR)/fuzz_%)
+FUZZ_OBJ = $(RUNNER_SRC:%.c=$(FUZZ_DIR)/%.o) $(FUZZ_DIR)/workloads/sales.o
 FUZZ_OPTIONS = -max_total_time=$(FUZZ_SECONDS) -close_fd_mask=2 -print_final_stats=1
 FUZZ_ENV = OMP_NUM_THREADS=1 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1
 
@@ -176,6 +189,7 @@ $(FUZZ_DIR)/%.o: %.c
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -MMD -MP -c -o $@ $<
 
+.SECONDARY: $(FUZZ_OBJ)
 $(FUZZ_DIR)/fuzz_csv: $(FUZZ_DIR)/workloads/sales.o
 $(FUZZ_DIR)/fuzz_%: tests/fuzz/fuzz_%.c $(RUNNER_SRC:%.c=$(FUZZ_DIR)/%.o)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $^ -lm

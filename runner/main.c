@@ -63,6 +63,7 @@ struct cli {
 	int bar;                  /* 0 off, 1 on a terminal, 2 always */
 	int no_huge_pages, no_freeze;
 	const char *stats_path;   /* --stats */
+	const char *plugin_path;  /* --workload FILE.so */
 	const struct cowrun_workload *workload;
 	int wargc;
 	char **wargv;
@@ -72,6 +73,7 @@ static void usage(FILE *out)
 {
 	fprintf(out,
 "Usage: cowrun [OPTIONS] WORKLOAD [WORKLOAD OPTIONS]\n"
+"  or:  cowrun [OPTIONS] --workload FILE.so [WORKLOAD OPTIONS]\n"
 "\n"
 "Run a batch of reports in parallel: do the workload's expensive setup once,\n"
 "then fork workers that share it copy-on-write and merge their results in\n"
@@ -107,6 +109,9 @@ static void usage(FILE *out)
 "      --no-huge-pages give the setup arena 4 KiB pages (to compare fork cost)\n"
 "      --no-freeze     leave the setup arena writable after setup\n"
 "      --stats FILE    one CSV row per worker: fork time, faults, Pss, copied memory\n"
+"      --workload FILE run an out-of-tree workload, a shared object built\n"
+"                      against cowrun.h, instead of a WORKLOAD name: the\n"
+"                      last runner option; what follows is the workload's\n"
 "      --list          list the built-in workloads\n"
 "  -v, --verbose       report setup time, workers and fork time on stderr\n"
 "  -h, --help          show this help\n"
@@ -202,7 +207,8 @@ static int take_value(int c, const char *arg, struct cli *cli)
 	}
 	if (arg[0] == '\0') {
 		warnx_("%s: empty file name", c == 'o' ? "--outdir" : c == 'R' ? "--save-results" :
-		       c == 'J' ? "--joblog" : c == 'P' ? "--stats" : "--timeline");
+		       c == 'J' ? "--joblog" : c == 'P' ? "--stats" : c == 'W' ? "--workload" :
+		       "--timeline");
 		return EXIT_USAGE;
 	}
 	switch (c) {
@@ -211,6 +217,7 @@ static int take_value(int c, const char *arg, struct cli *cli)
 	case 'L': cli->timeline_path = arg; break;
 	case 'J': cli->joblog_path = arg; break;
 	case 'P': cli->stats_path = arg; break;
+	case 'W': cli->plugin_path = arg; break;
 	}
 	return 0;
 }
@@ -243,6 +250,20 @@ static int check_combinations(const struct cli *cli)
 	return 0;
 }
 
+/* --workload FILE.so: every argument after the options is the plugin's.
+ * Its argv[0] is its name, in the slot of the last option (already
+ * parsed), so a plugin sees the same argv a built-in does. */
+static int take_plugin(int argc, char **argv, struct cli *cli)
+{
+	cli->workload = registry_load_plugin(cli->plugin_path);
+	if (cli->workload == NULL)
+		return EXIT_USAGE;
+	argv[optind - 1] = (char *)cli->workload->name;
+	cli->wargc = argc - optind + 1;
+	cli->wargv = argv + optind - 1;
+	return check_combinations(cli);
+}
+
 /* Parse the runner's own options.  Returns -1 to exit 0 (help, list,
  * version done), 0 to run, or EXIT_USAGE after a message. */
 static int parse_cli(int argc, char **argv, struct cli *cli)
@@ -267,6 +288,7 @@ static int parse_cli(int argc, char **argv, struct cli *cli)
 		{ "no-huge-pages", no_argument, NULL, 'N' },
 		{ "no-freeze", no_argument, NULL, 'Z' },
 		{ "stats", required_argument, NULL, 'P' },
+		{ "workload", required_argument, NULL, 'W' },
 		{ "list", no_argument, NULL, 'l' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
@@ -301,7 +323,13 @@ static int parse_cli(int argc, char **argv, struct cli *cli)
 			if ((rc = take_value(c, optarg, cli)) != 0)
 				return rc;
 		}
+		/* --workload FILE stands where the WORKLOAD name would:
+		 * what follows it is the workload's. */
+		if (c == 'W')
+			break;
 	}
+	if (cli->plugin_path)
+		return take_plugin(argc, argv, cli);
 	if (optind >= argc) {
 		warnx_("no workload given (see cowrun --list and cowrun --help)");
 		return EXIT_USAGE;
