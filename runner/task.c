@@ -61,10 +61,20 @@ int cowrun_emit(struct cowrun_task *task, const void *bytes, size_t len)
 	return 0;
 }
 
+/* The task's name, formatted on first use: most tasks of a batch of
+ * small ones never need it. */
+static const char *task_name_of(struct cowrun_task *t, const void *state)
+{
+	if (t->name[0] == '\0')
+		t->workload->task_name(state, t->index, t->name, sizeof t->name);
+	return t->name;
+}
+
 FILE *cowrun_report(struct cowrun_task *task)
 {
 	if (task->report != NULL)
 		return task->report;
+	task_name_of(task, task->state);
 	if (!(task->workload->flags & COWRUN_WRITES_REPORTS)) {
 		cowrun_task_error(task, "workload asked for a report but is not flagged COWRUN_WRITES_REPORTS");
 		return NULL;
@@ -143,9 +153,10 @@ void task_init(struct cowrun_task *t, const struct cowrun_workload *w,
 int task_execute(struct cowrun_task *t, const void *state, size_t k)
 {
 	t->index = k;
+	t->state = state;
 	t->record_len = 0;
 	t->error[0] = '\0';
-	t->workload->task_name(state, k, t->name, sizeof t->name);
+	t->name[0] = '\0';
 	errno = 0;
 	int rc = t->workload->run(state, k, t);
 	if (rc != 0) {
@@ -159,7 +170,7 @@ int task_execute(struct cowrun_task *t, const void *state, size_t k)
 	return 0;
 failed:
 	if (t->workload->flags & COWRUN_WRITES_REPORTS)
-		task_remove_report(t->outdir, t->name, (long)getpid());
+		task_remove_report(t->outdir, task_name_of(t, state), (long)getpid());
 	return -1;
 }
 

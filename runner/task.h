@@ -14,7 +14,8 @@
 struct cowrun_task {
 	const struct cowrun_workload *workload;
 	size_t index;
-	char name[COWRUN_NAME_MAX];
+	const void *state;         /* the workload's state, for its name */
+	char name[COWRUN_NAME_MAX]; /* formatted on first use; "" until then */
 	const char *outdir;
 	FILE *report;              /* open temporary report, or NULL */
 	char temp_path[PATH_MAX];
