@@ -172,7 +172,8 @@ check-valgrind: deps all unit
 # record reader, saved results and journals, --tasks/--shard and the sales
 # CSV reader; each runs FUZZ_SECONDS from its seeds (tests/fuzz/corpus/NAME)
 # plus what earlier runs found (FUZZ_DIR/corpus/NAME).  A crash is saved
-# as FUZZ_DIR/crashes/NAME-crash-*: rerun it with FUZZ_DIR/fuzz_NAME FILE.
+# as FUZZ_DIR/crashes/NAME-crash-* (-oom-, -leak-, -timeout-): rerun it
+# with FUZZ_DIR/fuzz_NAME FILE.  Seeds: tests/fuzz/make-seeds.
 FUZZ_DIR = build-fuzz
 FUZZ_CC = clang
 FUZZ_SECONDS = 60

@@ -1,0 +1,162 @@
+/*
+ * fuzz_results.c - libFuzzer harness for reading saved results
+ * (runner/results.c): results_load(), as --merge does, and journal_load(),
+ * as --resume does, on a file holding the fuzz input.
+ *
+ * The file is a memfd opened by its /proc/self/fd path.  The run's identity
+ * is that of `cowrun selftest --tasks 4`, so files saved by real runs make
+ * the seeds (corpus/results/).  The workload is a stand-in named selftest
+ * whose merge() takes 8-byte records and refuses others.  Checks, besides
+ * memory errors: a file loaded once cannot be loaded again into the same
+ * batch if it held any task; every frame journal_load() hands over lies in
+ * the file; the complete part it measures is no longer than the file.
+ *
+ * Build and run: make fuzz (see the Makefile).
+ */
+#define _GNU_SOURCE
+#include "batch.h"
+#include "results.h"
+#include "task.h"
+#include "wire.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#define NTASKS 4
+
+/* See fuzz_wire.c: a header may claim up to 1 TiB, and the reader then
+ * allocates that much before it finds the file shorter.  That is a known
+ * bug (a corrupt file gets "Cannot allocate memory", or a huge allocation,
+ * instead of "corrupt"); until results_load() bounds frame lengths by the
+ * file's size, inputs claiming more than the file holds are rejected here
+ * so the fuzzer looks for other bugs.  Build with -DFUZZ_HUGE_FRAMES to
+ * see it. */
+#ifndef FUZZ_HUGE_FRAMES
+static int claims_too_much(const uint8_t *data, size_t size)
+{
+	struct wire_header h;
+	size_t off = 0;
+
+	while (size - off >= sizeof h) {
+		memcpy(&h, data + off, sizeof h);
+		if (h.magic != WIRE_MAGIC || h.length > WIRE_MAX_PAYLOAD)
+			return 0;
+		if (h.length > size - off - sizeof h)
+			return 1;
+		off += sizeof h + h.length;
+	}
+	return 0;
+}
+#endif
+
+static void fake_name(const void *state, size_t k, char *buf, size_t size)
+{
+	(void)state;
+	snprintf(buf, size, "task-%06zu", k);
+}
+
+static int fake_merge(void *state, size_t k, const void *record, size_t len)
+{
+	(void)state;
+	(void)record;
+	if (len == 8)
+		return 0;
+	cowrun_error("task %zu: record of %zu bytes, expected 8", k, len);
+	return -1;
+}
+
+static const struct cowrun_workload fake = {
+	.abi_version = COWRUN_ABI_VERSION,
+	.name = "selftest",
+	.summary = "stand-in for the results fuzzer",
+	.task_name = fake_name,
+	.merge = fake_merge,
+};
+
+static char *identity;
+
+struct journal_check {
+	const uint8_t *data;
+	size_t size;
+	size_t frames;
+};
+
+static volatile unsigned char sink;
+
+static void take(void *ctx, const struct wire_frame *f)
+{
+	struct journal_check *c = ctx;
+	unsigned char sum = 0;
+
+	if (f->type != WIRE_RESULT && f->type != WIRE_FAILED)
+		abort();
+	if (f->length > c->size)
+		abort();
+	for (size_t i = 0; i < f->length; i++)
+		sum += f->payload[i]; /* every byte readable */
+	sink = sum;
+	c->frames++;
+}
+
+int LLVMFuzzerInitialize(int *argc, char ***argv);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+	static char *args[] = { "selftest", "--tasks", "4", NULL };
+
+	(void)argc;
+	(void)argv;
+	task_set_current_workload("selftest");
+	identity = results_identity("selftest", 3, args, NTASKS);
+	if (identity == NULL)
+		abort();
+	return 0;
+}
+
+/* Load the file into a fresh batch; then again, which must fail if the
+ * file held a task. */
+static void load_twice(const char *path)
+{
+	struct batch b = { 0 };
+
+	b.workload = &fake;
+	b.ntasks = NTASKS;
+	b.outdir = "/nonexistent";
+	if (batch_init(&b) != 0)
+		abort();
+	if (results_load(&b, path, identity) == 0) {
+		size_t pending = 0;
+		for (size_t k = 0; k < NTASKS; k++)
+			pending += batch_pending(&b, k) != 0;
+		if (results_load(&b, path, identity) == 0 && pending < NTASKS)
+			abort(); /* the same tasks loaded twice */
+	}
+	batch_free(&b);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	char path[64];
+	long long keep = -1;
+	struct journal_check c = { data, size, 0 };
+
+#ifndef FUZZ_HUGE_FRAMES
+	if (claims_too_much(data, size))
+		return -1;
+#endif
+	int fd = memfd_create("fuzz.res", MFD_CLOEXEC);
+	if (fd < 0 || (size > 0 && write(fd, data, size) != (ssize_t)size))
+		abort();
+	snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+	load_twice(path);
+	if (journal_load(path, identity, take, &c, &keep) == 0 &&
+	    (keep < 0 || (size_t)keep > size))
+		abort();
+	close(fd);
+	return 0;
+}
