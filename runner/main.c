@@ -24,6 +24,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -64,6 +65,7 @@ struct cli {
 	int no_huge_pages, no_freeze;
 	const char *stats_path;   /* --stats */
 	const char *plugin_path;  /* --workload FILE.so */
+	unsigned seen;            /* options that may be given once */
 	const struct cowrun_workload *workload;
 	int wargc;
 	char **wargv;
@@ -146,12 +148,34 @@ static int parse_mode(const char *text, enum mode *mode)
 	return -1;
 }
 
+/* Options naming what to run or where a file goes: given twice, one would
+ * be silently dropped, so it is an error.  Returns 0 or EXIT_USAGE. */
+static int refuse_repeat(int c, struct cli *cli)
+{
+	static const char once[] = "TSRLJPW";
+	static const char *const names[] = { "--tasks", "--shard", "--save-results",
+					     "--timeline", "--joblog", "--stats", "--workload" };
+	const char *at = strchr(once, c);
+
+	if (c == 0 || at == NULL)
+		return 0;
+	unsigned bit = 1u << (at - once);
+	if (cli->seen & bit) {
+		warnx_("%s given twice", names[at - once]);
+		return EXIT_USAGE;
+	}
+	cli->seen |= bit;
+	return 0;
+}
+
 /* The options that carry a value, checked as they are parsed.  Returns 0
  * or EXIT_USAGE after a message. */
 static int take_value(int c, const char *arg, struct cli *cli)
 {
 	const char *why;
 
+	if (refuse_repeat(c, cli) != 0)
+		return EXIT_USAGE;
 	switch (c) {
 	case 'j':
 		if (jobs_parse(arg, &cli->jobs, &why) == 0)
@@ -397,6 +421,17 @@ static int prepare_outputs(struct batch *b)
 		warnx_("cannot create output directory '%s': %s", b->outdir, strerror(errno));
 		return -1;
 	}
+	/* An existing directory we cannot write in is found now, not by
+	 * every task in turn. */
+	char probe[PATH_MAX];
+	snprintf(probe, sizeof probe, "%s/.cowrun-probe.%ld", b->outdir, (long)getpid());
+	int fd = open(probe, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		warnx_("cannot write in output directory '%s': %s", b->outdir, strerror(errno));
+		return -1;
+	}
+	close(fd);
+	unlink(probe);
 	return 0;
 }
 
@@ -646,11 +681,11 @@ struct side_files {
 	struct timeline_file timeline;
 };
 
-static int open_side_files(const struct cli *cli, struct batch *b, const char *identity,
-			   long long journal_keep, struct side_files *f)
+/* The side files that write under temporary names first: nothing of an
+ * earlier run is touched if the run is then refused. */
+static int open_temporary_files(const struct cli *cli, struct batch *b, const char *identity,
+				struct side_files *f)
 {
-	char path[PATH_MAX];
-
 	memset(f, 0, sizeof *f);
 	f->save.fd = f->journal.fd = -1;
 	if (cli->save_path) {
@@ -659,33 +694,37 @@ static int open_side_files(const struct cli *cli, struct batch *b, const char *i
 			return -1;
 		b->save = &f->save;
 	}
-	if (cli->joblog_path) {
-		/* --resume appends to the joblog, as GNU Parallel does. */
-		char log[PATH_MAX];
-		snprintf(log, sizeof log, "%s%s", cli->resume && cli->joblog_path[0] != '+' ? "+" : "",
-			 cli->joblog_path);
-		if (joblog_open(&f->joblog, log) != 0)
-			return -1;
-		b->joblog = &f->joblog;
-		resume_journal_path(cli->joblog_path, path, sizeof path);
-		if (journal_open(&f->journal, path, identity, journal_keep) != 0)
-			return -1;
-		b->journal = &f->journal;
-	}
 	if (cli->timeline_path) {
 		if (timeline_open(&f->timeline, cli->timeline_path) != 0)
 			return -1;
 		b->timeline = f->timeline.f;
 	}
-	if (cli->stats_path) {
-		if (refuse_directory("--stats", cli->stats_path) != 0)
-			return -1;
-		b->stats = fopen(cli->stats_path, "we");
-		if (b->stats == NULL) {
-			warnx_("--stats: cannot create '%s': %s", cli->stats_path, strerror(errno));
-			return -1;
-		}
+	return cli->stats_path ? refuse_directory("--stats", cli->stats_path) : 0;
+}
+
+/* The side files written in place (a fresh joblog replaces the old one):
+ * opened last, once everything else has been accepted. */
+static int open_final_files(const struct cli *cli, struct batch *b, const char *identity,
+			    long long journal_keep, struct side_files *f)
+{
+	char path[PATH_MAX], log[PATH_MAX];
+
+	if (cli->stats_path && (b->stats = fopen(cli->stats_path, "we")) == NULL) {
+		warnx_("--stats: cannot create '%s': %s", cli->stats_path, strerror(errno));
+		return -1;
 	}
+	if (cli->joblog_path == NULL)
+		return 0;
+	/* --resume appends to the joblog, as GNU Parallel does. */
+	snprintf(log, sizeof log, "%s%s", cli->resume && cli->joblog_path[0] != '+' ? "+" : "",
+		 cli->joblog_path);
+	if (joblog_open(&f->joblog, log) != 0)
+		return -1;
+	b->joblog = &f->joblog;
+	resume_journal_path(cli->joblog_path, path, sizeof path);
+	if (journal_open(&f->journal, path, identity, journal_keep) != 0)
+		return -1;
+	b->journal = &f->journal;
 	return 0;
 }
 
@@ -745,9 +784,10 @@ static int execute(const struct cli *cli, struct batch *b, const char *identity,
 {
 	struct side_files files;
 
-	/* Side files first: a refused run leaves no output directory. */
-	if (open_side_files(cli, b, identity, journal_keep, &files) != 0 ||
-	    prepare_outputs(b) != 0) {
+	/* In this order, a refused run leaves no output directory and no
+	 * earlier joblog destroyed. */
+	if (open_temporary_files(cli, b, identity, &files) != 0 || prepare_outputs(b) != 0 ||
+	    open_final_files(cli, b, identity, journal_keep, &files) != 0) {
 		close_side_files(cli, b, &files, 0);
 		return EXIT_USAGE;
 	}

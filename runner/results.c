@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define RESULTS_MAGIC_LINE "cowrun results 1\n"
@@ -139,6 +140,16 @@ static int check_identity(const char *context, const char *path, const struct wi
 	return -1;
 }
 
+/* A frame in a file cannot be longer than the file: a corrupt length is
+ * found before the reader allocates for it. */
+static void limit_to_file_size(struct wire_reader *r, int fd)
+{
+	struct stat st;
+
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
+		r->max_payload = (uint64_t)st.st_size;
+}
+
 /* Hand one task frame to the batch.  Returns 0 or -1 after a message. */
 static int load_task_frame(struct batch *b, const char *path, const struct wire_frame *f)
 {
@@ -213,6 +224,7 @@ int results_load(struct batch *b, const char *path, const char *identity)
 	}
 	if (wire_reader_init(&r, 1 << 16) != 0)
 		goto out;
+	limit_to_file_size(&r, fd);
 	while ((n = wire_reader_fill(&r, fd)) > 0) {
 		while ((got = wire_reader_next(&r, &f)) == 1)
 			if (load_frame(b, path, identity, &f, &frames, &ended) != 0)
@@ -318,6 +330,7 @@ int journal_load(const char *path, const char *identity,
 	}
 	if (wire_reader_init(&r, 1 << 16) != 0)
 		goto out;
+	limit_to_file_size(&r, fd);
 	while (got >= 0 && (n = wire_reader_fill(&r, fd)) > 0) {
 		while ((got = wire_reader_next(&r, &f)) == 1) {
 			if (consumed == 0 && check_identity("--resume", path, &f, identity) != 0)

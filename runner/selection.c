@@ -73,8 +73,11 @@ static int mark_list(const char *text, size_t ntasks, unsigned char *chosen)
 	while (*text != '\0') {
 		parse_item(&text, &lo, &hi); /* syntax checked at parse time */
 		if ((unsigned long long)hi >= ntasks) {
-			warnx_("--tasks: task %lld does not exist (%zu tasks: 0-%zu)",
-			       hi, ntasks, ntasks ? ntasks - 1 : 0);
+			if (ntasks == 0)
+				warnx_("--tasks: task %lld does not exist (there are no tasks)", hi);
+			else
+				warnx_("--tasks: task %lld does not exist (%zu tasks: 0-%zu)",
+				       hi, ntasks, ntasks - 1);
 			return -1;
 		}
 		memset(chosen + lo, 1, (size_t)(hi - lo + 1));

@@ -29,6 +29,11 @@ void warnx_(const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(line, sizeof line, fmt, ap);
 	va_end(ap);
+	/* Messages quote input (a CSV header, a saved failure): keep them one
+	 * line, and keep control characters away from the terminal. */
+	for (unsigned char *c = (unsigned char *)line; *c; c++)
+		if (*c < 0x20 || *c == 0x7f)
+			*c = '?';
 	/* One fprintf, so lines from several processes do not interleave. */
 	fprintf(stderr, "%s: %s\n", progname, line);
 }

@@ -87,6 +87,7 @@ int wire_reader_init(struct wire_reader *r, size_t capacity)
 		capacity = sizeof(struct wire_header);
 	r->start = r->end = 0;
 	r->cap = capacity;
+	r->max_payload = WIRE_MAX_PAYLOAD;
 	r->buf = malloc(capacity);
 	return r->buf ? 0 : -1;
 }
@@ -100,7 +101,7 @@ static size_t frame_size_needed(const struct wire_reader *r)
 	if (r->end - r->start < sizeof h)
 		return 0;
 	memcpy(&h, r->buf + r->start, sizeof h);
-	if (h.magic != WIRE_MAGIC || h.length > WIRE_MAX_PAYLOAD)
+	if (h.magic != WIRE_MAGIC || h.length > r->max_payload)
 		return 0;
 	return sizeof h + (size_t)h.length;
 }
@@ -152,7 +153,7 @@ int wire_reader_next(struct wire_reader *r, struct wire_frame *frame)
 	if (r->end - r->start < sizeof h)
 		return 0;
 	memcpy(&h, r->buf + r->start, sizeof h);
-	if (h.magic != WIRE_MAGIC || h.length > WIRE_MAX_PAYLOAD ||
+	if (h.magic != WIRE_MAGIC || h.length > r->max_payload ||
 	    h.type < WIRE_RESULT || h.type > WIRE_TYPE_MAX)
 		return -1;
 	if (r->end - r->start - sizeof h < h.length)

@@ -91,6 +91,8 @@ struct wire_reader {
 	size_t start;  /* first unconsumed byte */
 	size_t end;    /* one past the last byte read */
 	size_t cap;
+	uint64_t max_payload; /* larger claims are corrupt (default WIRE_MAX_PAYLOAD;
+			       * a file reader lowers it to the file's size) */
 };
 
 int wire_reader_init(struct wire_reader *r, size_t capacity);
