@@ -16,7 +16,7 @@ ALL_CFLAGS = -std=gnu11 $(WARNINGS) -fopenmp -Irunner $(CFLAGS)
 LDLIBS = -lm -llapacke -lopenblas
 
 # Debian packages the project needs: to build and test, and to benchmark.
-DEB_PACKAGES = gcc make libcmocka-dev bats pkg-config hyperfine time gnuplot-nox parallel liblapacke-dev libopenblas-dev help2man
+DEB_PACKAGES = gcc make libcmocka-dev bats pkg-config hyperfine time gnuplot-nox parallel liblapacke-dev libopenblas-dev help2man openssh-server openssh-client
 
 # The unit tests link the runner's modules without main and the registry
 # (which pulls in every workload).
@@ -75,10 +75,12 @@ demo: deps all
 	@echo "reports: $$(ls out | wc -l) files in out/ (e.g. out/$$(ls out | head -1))"
 	compare/compare $(DEMO_COMPARE)
 	plots/plot results/demo-sales.csv results/demo-sales-timeline.csv
-	@echo "demo: open plots/out/demo-sales-{speedup,wall,efficiency,timeline}.png (or .svg); the runs are in results/demo-sales.csv"
+	@echo "demo: open these plots (an .svg beside each):"; \
+	for p in speedup wall efficiency timeline; do echo "  plots/out/demo-sales-$$p.png"; done; \
+	echo "  and the runs themselves: results/demo-sales.csv"
 
 # Every mode on every built-in workload, 3 repetitions at -j 1,2,4: about
-# 45 minutes on 2 cores (parallel-task redoes sales' 5 s setup per store).
+# 50 minutes on 2 cores (parallel-task redoes sales' setup for each of 64 stores).
 BENCH = compare/compare --jobs $(BENCH_JOBS) --reps $(BENCH_REPS)
 BENCH_JOBS ?= 1,2,4
 BENCH_REPS ?= 3
@@ -90,9 +92,11 @@ bench: deps all
 	$(BENCH) --workload selftest -- $(BENCH_SELFTEST_ARGS)
 	plots/plot results/sales.csv results/sales-timeline.csv results/average.csv results/selftest.csv
 
+# Every compare/compare or --timeline CSV in results/ (found by its header).
 plots:
-	@ls results/*.csv >/dev/null 2>&1 || { echo "plots: no results/*.csv yet: run make bench or make demo"; exit 1; }
-	plots/plot results/*.csv
+	@files=$$(grep -l -E '^(seq,mode,jobs|task,name,worker),' results/*.csv 2>/dev/null); \
+	[ -n "$$files" ] || { echo "plots: no compare results in results/: run make bench or make demo"; exit 1; }; \
+	echo plots/plot $$files; plots/plot $$files
 
 # The man page is cowrun --help, typeset (help2man); the pkg-config file
 # lets an out-of-tree workload (workloads/template) find cowrun.h.

@@ -2,13 +2,14 @@
 # one line per mode (with min..max bars), the ideal line, and Amdahl's law
 # fitted to the fork medians.
 #
-# gnuplot -c speedup.gp PARAMS: PARAMS (written by plots/plot) sets data (the
-# summarize.awk blocks; block 0 is serial), outbase, title, modes (the blocks
-# 1..n in order), fork_index (block of fork, 0 if none), cores, xmax,
-# dofit (1 when fork has a point with 1 < jobs <= cores), text (1: also draw
-# on the dumb terminal, to stdout).
+# gnuplot -c speedup.gp PARAMS OUTBASE writes OUTBASE.png and OUTBASE.svg.
+# PARAMS (written by plots/plot) sets: data (summarize.awk's blocks; block 0
+# is serial), title, modes (the names of blocks 1..n, in order), fork_index
+# (fork's block, 0 if none), cores, xmax (largest -j), dofit (1 when fork has
+# a point with 1 < jobs <= cores), text (1: also draw it as text on stdout).
 load "style.gp"
 load ARG1
+outbase = ARG2
 
 # Amdahl's law: speedup on n workers when a fraction f of the serial run
 # cannot be parallelised.  Fitted only to points with n <= cores: beyond the
@@ -29,21 +30,23 @@ set arrow 1 from cores, graph 0 to cores, graph 1 nohead dt 3 lc rgb "#888888"
 set label 1 sprintf(" %d cores", cores) at cores, graph 0.97 left tc rgb "#666666"
 set samples 200
 
+eval png_terminal
+set output outbase.".png"
 plot x title "ideal (speedup = workers)" with lines dt 2 lw 1.5 lc rgb "#999999", \
 	(dofit ? S(x) : NaN) title (dofit ? fit_title : "") with lines dt 4 lw 2 lc rgb mode_color("fork"), \
 	for [i=1:words(modes)] data index i using 2:7:8:9 with yerrorlines lw 2 \
 		pt mode_point(word(modes, i)) lc rgb mode_color(word(modes, i)) title word(modes, i)
-
-eval png_terminal
-set output outbase.".png"
-replot
 eval svg_terminal
 set output outbase.".svg"
 replot
 if (text) {
-	set terminal dumb size 100,32 noenhanced
+	set terminal dumb size 100,40 noenhanced
 	set output
 	unset label 1
-	set key top left nobox
-	replot
+	set key below nobox
+	# text has no room for error bars: medians only
+	set title title."\nspeedup over serial (medians)"
+	plot x title "ideal (speedup = workers)" with lines, \
+		(dofit ? S(x) : NaN) title (dofit ? fit_title : "") with lines, \
+		for [i=1:words(modes)] data index i using 2:7 with linespoints title word(modes, i)
 }

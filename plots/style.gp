@@ -18,6 +18,6 @@ mode_color(m) = m eq "fork" ? "#0072B2" : m eq "omp" ? "#009E73" : \
 mode_point(m) = m eq "fork" ? 7 : m eq "omp" ? 5 : m eq "parallel-task" ? 9 : \
 	m eq "parallel-shard" ? 11 : 13
 
-# A plot is drawn once per output: to_png, then to_svg re-draw the last plot.
+# Each script plots to the PNG first, then replots into the SVG.
 png_terminal = "set terminal pngcairo size 1100,700 font 'DejaVu Sans,11' noenhanced"
 svg_terminal = "set terminal svg size 1100,700 font 'DejaVu Sans,11' noenhanced background rgb 'white'"

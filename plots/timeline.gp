@@ -2,13 +2,14 @@
 # CSV (task,name,worker,pid,start_s,end_s,status): one bar per task on its
 # worker's row, so idle gaps and a late straggler are visible.
 #
-# gnuplot -c timeline.gp PARAMS: PARAMS (written by plots/plot) sets data
-# (the CSV), outbase, title, workers (rows), labels (1: print task numbers
-# in the bars).
+# gnuplot -c timeline.gp PARAMS OUTBASE writes OUTBASE.png and OUTBASE.svg.
+# PARAMS (written by plots/plot) sets: data (plots/plot's digest of the CSV,
+# columns: task worker start_s end_s ok shade), title, workers (rows to
+# draw), labels (1: print task numbers in the bars).
 load "style.gp"
 load ARG1
+outbase = ARG2
 
-set datafile separator ","
 set title title
 set xlabel "time since the task phase began (s)"
 set ylabel "worker (slot or thread)"
@@ -19,18 +20,16 @@ set grid noytics
 set key off
 set style fill solid 0.85 border lc rgb "white"
 
-# bar_color(TASK, STATUS): alternate two blues so neighbours stay apart; red
-# for a task that did not end "ok".
-bar_color(t, s) = s ne "ok" ? 0xD55E00 : (int(t) % 2 ? 0x56B4E9 : 0x0072B2)
-
-plot data skip 1 using (($5 + $6) / 2):3:(($6 - $5) / 2):(0.38):(bar_color($1, strcol(7))) \
-		with boxxyerror lc rgb variable, \
-	data skip 1 using (($5 + $6) / 2):3:(labels ? sprintf("%d", $1) : "") \
-		with labels font ",8" tc rgb "white"
+# bar_color(OK, SHADE): two blues alternating along a row; red for a task
+# that did not end "ok".
+bar_color(ok, shade) = ok == 0 ? 0xD55E00 : (shade == 1 ? 0x56B4E9 : 0x0072B2)
 
 eval png_terminal
 set output outbase.".png"
-replot
+plot data using (($3 + $4) / 2):2:(($4 - $3) / 2):(0.38):(bar_color($5, $6)) \
+		with boxxyerror lc rgb variable, \
+	data using (($3 + $4) / 2):2:(labels ? sprintf("%d", $1) : "") \
+		with labels font ",8" tc rgb "white"
 eval svg_terminal
 set output outbase.".svg"
 replot

@@ -1,0 +1,194 @@
+#!/usr/bin/env bats
+# The benchmark harness (compare/compare) and the plots (plots/plot): a tiny
+# real comparison, its CSV and verification, option errors, and images drawn
+# from the fixtures in tests/fixtures/.
+
+load helpers
+
+COMPARE="$ROOT/compare/compare"
+PLOT="$ROOT/plots/plot"
+FIXTURES="$ROOT/tests/fixtures"
+HEADER="seq,mode,jobs,rep,wall_s,user_s,sys_s,max_rss_kb,exit_status,setup_s,checksum,verified"
+
+# compare ARGS...: compare/compare under the reaper, so that GNU Parallel and
+# every cowrun it starts are proved to leave nothing behind.
+compare() {
+	"$REAPER" "$COMPARE" "$@"
+}
+
+# rows FILE: the data rows of a results CSV (no comments, no header).
+rows() {
+	grep -v '^#' "$1" | tail -n +2
+}
+
+@test "compare --help describes the options, the modes and the exit status" {
+	run --separate-stderr "$COMPARE" --help
+	[ "$status" -eq 0 ]
+	[[ "$output" == "Usage: compare/compare [OPTIONS] --workload W"* ]]
+	for word in --jobs --reps --modes --warmup --out --timeline serial fork omp \
+		parallel-task parallel-shard "Exit status"; do
+		[[ "$output" == *"$word"* ]] || { echo "--help lacks '$word'" >&2; return 1; }
+	done
+}
+
+@test "a tiny compare of every mode writes a well-formed CSV where every run is verified" {
+	csv=$BATS_TEST_TMPDIR/r.csv
+	run --separate-stderr compare --jobs 2,1 --reps 2 --warmup 0 --workload selftest \
+		--out "$csv" --timeline "$BATS_TEST_TMPDIR/r-timeline.csv" \
+		-- --tasks 6 --report-bytes 64 --result-bytes 16
+	[ "$status" -eq 0 ] || { echo "exit $status: $stderr" >&2; return 1; }
+	assert_no_leftovers
+	# metadata for the reader and the plots, then the documented header
+	for key in workload args tasks cpu cores kernel date commit; do
+		grep -q "^# $key: " "$csv" || { echo "no '# $key:' line" >&2; return 1; }
+	done
+	grep -q '^# workload: selftest$' "$csv"
+	grep -q '^# tasks: 6$' "$csv"
+	grep -q '^#   max_rss_kb ' "$csv"
+	[ "$(grep -v '^#' "$csv" | head -n 1)" = "$HEADER" ]
+	# 2 reps x (serial once + 2 jobs x 4 other modes)
+	[ "$(rows "$csv" | wc -l)" -eq 18 ]
+	rows "$csv" | awk -F, -v OFS=, '
+		NF != 12 { print "bad field count: " $0; bad = 1 }
+		$2 !~ /^(serial|fork|omp|parallel-task|parallel-shard)$/ { print "bad mode: " $0; bad = 1 }
+		$1 !~ /^[0-9]+$/ || $3 !~ /^[0-9]+$/ || $4 !~ /^[0-9]+$/ || $8 !~ /^[0-9]+$/ || $9 !~ /^[0-9]+$/ {
+			print "not an integer: " $0; bad = 1 }
+		$5 !~ /^[0-9]+\.[0-9]+$/ || $6 !~ /^[0-9.]+$/ || $7 !~ /^[0-9.]+$/ || $10 !~ /^[0-9.]+$/ {
+			print "not a number: " $0; bad = 1 }
+		length($11) != 64 || $11 ~ /[^0-9a-f]/ { print "bad checksum: " $0; bad = 1 }
+		$9 != 0 || $12 != "yes" { print "not verified: " $0; bad = 1 }
+		$2 == "serial" && $3 != 1 { print "serial at jobs != 1: " $0; bad = 1 }
+		$1 != NR { print "seq out of order: " $0; bad = 1 }
+		$4 < rep { print "not rep-major: " $0; bad = 1 }
+		{ rep = $4 }
+		END { exit bad }' >&2
+	# one checksum for all: identical output in every mode
+	[ "$(rows "$csv" | cut -d, -f11 | sort -u | wc -l)" -eq 1 ]
+	# progress on stderr, the table on stdout
+	[[ "$stderr" == *"[18/18] parallel-shard -j 2 rep 2: "*" s ok"* ]]
+	for mode in serial fork omp parallel-task parallel-shard; do
+		[[ "$output" == *$'\n'"$mode "*yes* ]] || { echo "table lacks $mode" >&2; return 1; }
+	done
+	head -n 1 "$BATS_TEST_TMPDIR/r-timeline.csv" | grep -q '^task,name,worker,pid,start_s,end_s,status$'
+}
+
+@test "a run whose output differs from serial is not verified and compare exits 1" {
+	# A cowrun that adds a line to stdout in fork mode only.
+	fake=$BATS_TEST_TMPDIR/fake-cowrun
+	cat >"$fake" <<-EOF
+	#!/usr/bin/env bash
+	"$COWRUN" "\$@" || exit
+	case " \$* " in *" --mode fork "*) echo "one line too many" ;; esac
+	EOF
+	chmod +x "$fake"
+	csv=$BATS_TEST_TMPDIR/d.csv
+	run --separate-stderr "$COMPARE" --cowrun "$fake" --modes fork --jobs 2 --reps 1 \
+		--workload selftest --out "$csv" -- --tasks 4
+	[ "$status" -eq 1 ]
+	[[ "$stderr" == *"fork -j 2 rep 1: "*"DIFFERS from serial"* ]]
+	[[ "$output" == *$'\n'"fork "*"NO (0 of 1)"* ]]
+	[ "$(rows "$csv" | grep -c ',fork,.*,no$')" -eq 1 ]
+	[ "$(rows "$csv" | grep -c ',serial,.*,yes$')" -eq 1 ]
+}
+
+@test "a failing serial reference run stops compare with one line, exit 1" {
+	run --separate-stderr "$COMPARE" --modes fork --jobs 2 --reps 1 --workload selftest \
+		--out "$BATS_TEST_TMPDIR/f.csv" -- --tasks 4 --fail 1
+	[ "$status" -eq 1 ]
+	# (a busy machine adds a warning about the load average)
+	stderr=$(grep -v '^compare: warning: load average' <<<"$stderr")
+	assert_one_line_error "compare: the serial reference run failed (exit 1): *--fail 1*"
+}
+
+@test "bad compare options are one-line errors, exit 2" {
+	check() {
+		local pattern=$1; shift
+		run --separate-stderr "$COMPARE" "$@"
+		[ "$status" -eq 2 ] || { echo "compare $* gave $status" >&2; return 1; }
+		assert_one_line_error "$pattern"
+	}
+	check "compare: no workload given*" --jobs 1
+	check "compare: unknown option '--frobnicate'*" --frobnicate --workload selftest
+	check "compare: option '--reps' needs a value" --workload selftest --reps
+	check "compare: --jobs: bad value '0'*" --jobs 1,0 --workload selftest
+	check "compare: --jobs: bad value 'x'*" --jobs x --workload selftest
+	check "compare: --jobs: bad value ''*" --jobs 1,,2 --workload selftest
+	check "compare: --reps: bad value '0'*" --reps 0 --workload selftest
+	check "compare: --warmup: bad value '-1'*" --warmup -1 --workload selftest
+	check "compare: --modes: unknown mode 'threads'*" --modes fork,threads --workload selftest
+	check "compare: --modes: 'fork' given twice" --modes fork,fork --workload selftest
+	check "compare: no cowrun at '/nonexistent'*" --cowrun /nonexistent --workload selftest
+}
+
+@test "summarize.awk: medians, speedup, efficiency and the fork/omp ratio" {
+	csv=$BATS_TEST_TMPDIR/s.csv
+	cat >"$csv" <<-EOF
+	# workload: made-up
+	$HEADER
+	1,serial,1,1,4.0,0,0,0,0,0,x,yes
+	2,fork,2,1,2.2,0,0,0,0,0,x,yes
+	3,omp,2,1,2.0,0,0,0,0,0,x,yes
+	4,serial,1,2,2.0,0,0,0,0,0,x,yes
+	5,fork,2,2,1.9,0,0,0,0,0,x,yes
+	6,omp,2,2,2.2,0,0,0,0,0,x,yes
+	7,serial,1,3,3.0,0,0,0,0,0,x,yes
+	8,fork,2,3,1.5,0,0,0,0,0,x,no
+	9,omp,2,3,2.5,0,0,0,0,0,x,yes
+	EOF
+	run --separate-stderr awk -f "$ROOT/compare/lib/summarize.awk" "$csv"
+	[ "$status" -eq 0 ]
+	# serial median 3.0; fork median 1.9 (speedup 1.58, efficiency 0.79);
+	# omp median 2.2; fork/omp = 1.9 / 2.2 = 0.864
+	[[ "$output" == *"serial "*" 1 "*" 3 "*" 3.000 "*" 2.000 "*" 4.000 "*" 1.00 "*" 1.00 "*" - "*yes* ]]
+	[[ "$output" == *"fork "*" 2 "*" 3 "*" 1.900 "*" 1.58 "*" 0.79 "*" 0.864 "*"NO (2 of 3)"* ]]
+	[[ "$output" == *"omp "*" 2 "*" 2.200 "*" 1.36 "*" 0.68 "*" 0.864 "*yes* ]]
+	run --separate-stderr awk -f "$ROOT/compare/lib/summarize.awk" "$FIXTURES/compare-sales-timeline.csv"
+	[ "$status" -eq 1 ]
+	[[ "$stderr" == "summarize: no 'mode' column"* ]]
+}
+
+@test "plots/plot draws speedup, wall, efficiency and timeline as PNG and SVG" {
+	out=$BATS_TEST_TMPDIR/plots
+	run --separate-stderr "$PLOT" --out "$out" "$FIXTURES/compare-sales.csv" \
+		"$FIXTURES/compare-sales-timeline.csv"
+	[ "$status" -eq 0 ] || { echo "exit $status: $stderr" >&2; return 1; }
+	for name in speedup wall efficiency timeline; do
+		png=$out/compare-sales-$name.png svg=$out/compare-sales-$name.svg
+		[ -s "$png" ] && [ -s "$svg" ] || { echo "missing $name images" >&2; return 1; }
+		[ "$(head -c 8 "$png" | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ]
+		grep -q '<svg' "$svg"
+		[[ "$output" == *"plot: wrote $png"* ]]
+	done
+	# the key names every mode and the Amdahl fit; the title the machine
+	for text in fork omp parallel-task parallel-shard "serial fraction f =" "2 cores"; do
+		grep -q "$text" "$out/compare-sales-speedup.svg" || { echo "no '$text' in the SVG" >&2; return 1; }
+	done
+	# the speedup plot as text on the terminal
+	[[ "$output" == *"speedup over serial"*"workers (processes or threads, -j)"* ]]
+}
+
+@test "plots/plot --no-text draws no text plot; bad input is a one-line error" {
+	run --separate-stderr "$PLOT" --no-text --out "$BATS_TEST_TMPDIR/p" "$FIXTURES/compare-sales.csv"
+	[ "$status" -eq 0 ]
+	[[ "$output" != *"speedup over serial"* ]]
+	run --separate-stderr "$PLOT" --help
+	[ "$status" -eq 0 ]
+	[[ "$output" == "Usage: plots/plot"* ]]
+	run --separate-stderr "$PLOT"
+	[ "$status" -eq 2 ]
+	assert_one_line_error "plot: no CSV file given*"
+	run --separate-stderr "$PLOT" --frobnicate x.csv
+	[ "$status" -eq 2 ]
+	assert_one_line_error "plot: unknown option '--frobnicate'*"
+	run --separate-stderr "$PLOT" "$BATS_TEST_TMPDIR/nonexistent.csv"
+	[ "$status" -eq 2 ]
+	assert_one_line_error "plot: cannot read *"
+	grep -v ',serial,' "$FIXTURES/compare-sales.csv" >"$BATS_TEST_TMPDIR/noserial.csv"
+	run --separate-stderr "$PLOT" --out "$BATS_TEST_TMPDIR/p" "$BATS_TEST_TMPDIR/noserial.csv"
+	[ "$status" -eq 2 ]
+	assert_one_line_error "plot: cannot plot *: no serial rows: speedups need the serial baseline"
+	printf 'a,b\n1,2\n' >"$BATS_TEST_TMPDIR/other.csv"
+	run --separate-stderr "$PLOT" --out "$BATS_TEST_TMPDIR/p" "$BATS_TEST_TMPDIR/other.csv"
+	[ "$status" -eq 2 ]
+	assert_one_line_error "plot: *is neither a compare/compare results CSV nor a cowrun --timeline CSV"
+}
