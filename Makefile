@@ -28,7 +28,7 @@ UNIT_SRC = $(wildcard tests/unit/test_*.c)
 UNIT_BIN = $(UNIT_SRC:tests/unit/%.c=build/tests/%)
 
 .PHONY: all deps test unit demo bench plots clean install check-deps
-all: bin/cowrun build/forkcost
+all: bin/cowrun build/forkcost build/psswatch
 
 # -rdynamic: a plugin (--workload FILE.so) calls cowrun_emit() and friends
 # from this binary.
@@ -37,6 +37,11 @@ bin/cowrun: build/runner/main.o build/runner/registry.o $(RUNNER_OBJ) $(WORKLOAD
 	$(CC) $(ALL_CFLAGS) -rdynamic -o $@ $^ $(LDLIBS)
 
 # compare/forkcost's measuring program: fork cost against setup size.
+# compare/compare's memory probe: peak total PSS of a run's process tree.
+build/psswatch: compare/psswatch.c
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -o $@ $<
+
 build/forkcost: compare/forkcost.c build/runner/arena.o
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -MMD -MP -o $@ $< build/runner/arena.o $(LDLIBS)

@@ -17,6 +17,7 @@
 #   1 mode  2 jobs  3 runs  4 median_wall  5 min_wall  6 max_wall
 #   7 speedup  8 speedup_lo (serial median / max wall)  9 speedup_hi
 #   10 efficiency  11 fork_omp (NaN where not both)  12 verified (1 or 0)
+#   13 median peak total PSS in MiB (NaN when the CSV has no peak_pss_kb)
 # Exits 1 with a message when the file has no header or no serial rows.
 
 BEGIN { FS = ","; if (format == "") format = "table" }
@@ -39,15 +40,17 @@ NF > 1 {
 	if (!(key in runs)) { runs[key] = 0; ok[key] = 0; jobs_of[mode] = jobs_of[mode] " " jobs }
 	runs[key]++
 	wall[key, runs[key]] = $col["wall_s"] + 0
+	if ("peak_pss_kb" in col) pss[key, runs[key]] = $col["peak_pss_kb"] / 1024
 	if ($col["verified"] == "yes" && $col["exit_status"] == 0) ok[key]++
 }
 
 function fail(msg) { printf "summarize: %s\n", msg > "/dev/stderr"; failed = 1; exit 1 }
 
-# Median of wall[key, 1..n]: sorts a copy (insertion sort: a few reps at most).
-function median(key, n,    i, j, v, a) {
+# Median of wall[key, 1..n] (or of pss when of_pss): sorts a copy
+# (insertion sort: a few reps at most).
+function median(key, n, of_pss,    i, j, v, a) {
 	for (i = 1; i <= n; i++) {
-		v = wall[key, i]
+		v = of_pss ? pss[key, i] : wall[key, i]
 		for (j = i - 1; j >= 1 && a[j] > v; j--) a[j + 1] = a[j]
 		a[j + 1] = v
 	}
@@ -109,9 +112,13 @@ function print_group(mode, jobs,    key, s, eff, ratio, fkey, okey, verified) {
 	    med[fkey] / med[okey] : "NaN"
 	verified = (ok[key] == runs[key])
 	if (format == "data") {
-		printf "%s %d %d %.6f %.6f %.6f %.6f %.6f %.6f %.6f %s %d\n", mode, jobs, runs[key],
+		lo_keep = lo; hi_keep = hi  # median() of pss must not clobber the wall range
+		mem = (key SUBSEP 1) in pss ? sprintf("%.3f", median(key, runs[key], 1)) : "NaN"
+		lo = lo_keep; hi = hi_keep
+		printf "%s %d %d %.6f %.6f %.6f %.6f %.6f %.6f %.6f %s %d %s\n", mode, jobs, runs[key],
 		    med[key], min[key], max[key], s, serial_median / max[key],
-		    serial_median / min[key], eff, ratio == "NaN" ? "NaN" : sprintf("%.6f", ratio), verified
+		    serial_median / min[key], eff, ratio == "NaN" ? "NaN" : sprintf("%.6f", ratio),
+		    verified, mem
 		return
 	}
 	printf "%-15s %4d %5d %10.3f %10.3f %10.3f %8.2f %10.2f %8s  %s\n", mode, jobs, runs[key],

@@ -8,7 +8,7 @@ load helpers
 COMPARE="$ROOT/compare/compare"
 PLOT="$ROOT/plots/plot"
 FIXTURES="$ROOT/tests/fixtures"
-HEADER="seq,mode,jobs,rep,wall_s,user_s,sys_s,max_rss_kb,exit_status,setup_s,checksum,verified"
+HEADER="seq,mode,jobs,rep,wall_s,user_s,sys_s,max_rss_kb,exit_status,setup_s,checksum,verified,peak_pss_kb"
 
 # compare ARGS...: compare/compare under the reaper, so that GNU Parallel and
 # every cowrun it starts are proved to leave nothing behind.
@@ -49,7 +49,8 @@ rows() {
 	# 2 reps x (serial once + 2 jobs x 4 other modes)
 	[ "$(rows "$csv" | wc -l)" -eq 18 ]
 	rows "$csv" | awk -F, -v OFS=, '
-		NF != 12 { print "bad field count: " $0; bad = 1 }
+		NF != 13 { print "bad field count: " $0; bad = 1 }
+		$13 !~ /^[0-9]+$/ || $13 == 0 { print "no peak PSS: " $0; bad = 1 }
 		$2 !~ /^(serial|fork|omp|parallel-task|parallel-shard)$/ { print "bad mode: " $0; bad = 1 }
 		$1 !~ /^[0-9]+$/ || $3 !~ /^[0-9]+$/ || $4 !~ /^[0-9]+$/ || $8 !~ /^[0-9]+$/ || $9 !~ /^[0-9]+$/ {
 			print "not an integer: " $0; bad = 1 }
@@ -87,8 +88,8 @@ rows() {
 	[ "$status" -eq 1 ]
 	[[ "$stderr" == *"fork -j 2 rep 1: "*"DIFFERS from serial"* ]]
 	[[ "$output" == *$'\n'"fork "*"NO (0 of 1)"* ]]
-	[ "$(rows "$csv" | grep -c ',fork,.*,no$')" -eq 1 ]
-	[ "$(rows "$csv" | grep -c ',serial,.*,yes$')" -eq 1 ]
+	[ "$(rows "$csv" | grep -c ',fork,.*,no,[0-9]*$')" -eq 1 ]
+	[ "$(rows "$csv" | grep -c ',serial,.*,yes,[0-9]*$')" -eq 1 ]
 }
 
 @test "a failing serial reference run stops compare with one line, exit 1" {
@@ -191,4 +192,16 @@ rows() {
 	run --separate-stderr "$PLOT" --out "$BATS_TEST_TMPDIR/p" "$BATS_TEST_TMPDIR/other.csv"
 	[ "$status" -eq 2 ]
 	assert_one_line_error "plot: *is neither a compare/compare results CSV nor a cowrun --timeline CSV"
+}
+
+@test "plots/plot draws memory vs workers from a CSV with peak PSS, and only then" {
+	out=$BATS_TEST_TMPDIR/plots
+	run --separate-stderr "$PLOT" --no-text --out "$out" "$FIXTURES/compare-selftest-pss.csv"
+	[ "$status" -eq 0 ] || { echo "exit $status: $stderr" >&2; return 1; }
+	[ -s "$out/compare-selftest-pss-memory.png" ]
+	grep -q '<svg' "$out/compare-selftest-pss-memory.svg"
+	# The older fixture has no peak_pss_kb column: no memory plot from it.
+	run --separate-stderr "$PLOT" --no-text --out "$out" "$FIXTURES/compare-sales.csv"
+	[ "$status" -eq 0 ]
+	[ ! -e "$out/compare-sales-memory.png" ]
 }
