@@ -74,6 +74,8 @@ struct legacy_acc {
 	size_t nmerged;
 };
 
+/* The shared state: ledger, branch_off and control in the setup arena
+ * (read-only once setup returns), acc, which merge() writes, on the heap. */
 struct legacy {
 	struct legacy_config cfg;
 	size_t nbranches;
@@ -147,13 +149,15 @@ static int ledger_line(char *buf, uint64_t *x, long long i, long long n,
 		       memos[(a >> 50) % (sizeof memos / sizeof memos[0])]);
 }
 
+/* The ledgers are written on the heap, where their exact size is learnt,
+ * then copied to the setup arena. */
 static int generate(struct legacy *l)
 {
 	size_t n = (size_t)l->cfg.entries, cap = l->nbranches * n * LINE_MAX_LEN, used = 0;
 	uint64_t x = (uint64_t)l->cfg.seed;
+	char *text = malloc(cap + 1);
 
-	l->ledger = malloc(cap + 1);
-	if (l->ledger == NULL) {
+	if (text == NULL) {
 		cowrun_error("out of memory for %zu ledger lines", l->nbranches * n);
 		return -1;
 	}
@@ -161,13 +165,21 @@ static int generate(struct legacy *l)
 		l->branch_off[k] = used;
 		l->control[k].branch = (int64_t)k;
 		for (size_t i = 0; i < n; i++)
-			used += (size_t)ledger_line(l->ledger + used, &x, (long long)i,
+			used += (size_t)ledger_line(text + used, &x, (long long)i,
 						    l->cfg.entries, &l->control[k]);
 	}
 	l->branch_off[l->nbranches] = used;
+	l->ledger = cowrun_memdup(text, used);
+	free(text);
+	if (l->ledger == NULL) {
+		cowrun_error("out of memory for %zu bytes of ledger", used);
+		return -1;
+	}
 	return 0;
 }
 
+/* The ledgers and control totals live in the setup arena (the runner frees
+ * it); the accumulator on the heap. */
 static void legacy_teardown(void *state)
 {
 	struct legacy *l = state;
@@ -179,9 +191,6 @@ static void legacy_teardown(void *state)
 		free(l->acc->merged);
 		free(l->acc);
 	}
-	free(l->ledger);
-	free(l->branch_off);
-	free(l->control);
 	free(l);
 }
 
@@ -201,8 +210,8 @@ static void *legacy_setup(int argc, char **argv)
 	setenv("TZ", "UTC0", 1);
 	tzset();
 	l->nbranches = (size_t)l->cfg.branches;
-	l->branch_off = calloc(l->nbranches + 1, sizeof *l->branch_off);
-	l->control = calloc(l->nbranches, sizeof *l->control);
+	l->branch_off = cowrun_alloc((l->nbranches + 1) * sizeof *l->branch_off);
+	l->control = cowrun_alloc(l->nbranches * sizeof *l->control);
 	l->acc = calloc(1, sizeof *l->acc);
 	if (!l->branch_off || !l->control || !l->acc ||
 	    !(l->acc->result = calloc(l->nbranches, sizeof *l->acc->result)) ||

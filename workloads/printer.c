@@ -103,6 +103,8 @@ struct printer_acc {
 	size_t nmerged;
 };
 
+/* The shared state: sale, region_off and region_revenue in the setup arena
+ * (read-only once setup returns), acc, which merge() writes, on the heap. */
 struct printer {
 	struct printer_config cfg;
 	size_t nregions, nbranches;
@@ -237,6 +239,8 @@ static void group(struct printer *p, const struct sale *raw, const uint32_t *reg
 	}
 }
 
+/* The sales and their indexes live in the setup arena (the runner frees
+ * it); the accumulator on the heap. */
 static void printer_teardown(void *state)
 {
 	struct printer *p = state;
@@ -248,9 +252,6 @@ static void printer_teardown(void *state)
 		free(p->acc->merged);
 		free(p->acc);
 	}
-	free(p->sale);
-	free(p->region_off);
-	free(p->region_revenue);
 	free(p);
 }
 
@@ -261,9 +262,9 @@ static int printer_build(struct printer *p)
 	uint32_t *region = malloc(n * sizeof *region);
 	int rc = -1;
 
-	p->sale = malloc(n * sizeof *p->sale);
-	p->region_off = calloc(p->nregions + 1, sizeof *p->region_off);
-	p->region_revenue = calloc(p->nregions, sizeof *p->region_revenue);
+	p->sale = cowrun_alloc(n * sizeof *p->sale);
+	p->region_off = cowrun_alloc((p->nregions + 1) * sizeof *p->region_off);
+	p->region_revenue = cowrun_alloc(p->nregions * sizeof *p->region_revenue);
 	p->acc = calloc(1, sizeof *p->acc);
 	if (!raw || !region || !p->sale || !p->region_off || !p->region_revenue || !p->acc ||
 	    !(p->acc->result = calloc(p->nregions, sizeof *p->acc->result)) ||

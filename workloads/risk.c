@@ -115,11 +115,13 @@ struct risk_acc {
 	size_t nmerged;
 };
 
+/* The shared state.  asset, mu, vol, chol, pf and pos are in the setup
+ * arena (read-only once setup returns); by_name and acc on the heap. */
 struct risk {
 	struct risk_config cfg;
 	size_t n, ndays;
 	char (*asset)[NAME_MAX_LEN + 1];
-	size_t *by_name;        /* asset indexes sorted by name, for look-ups */
+	size_t *by_name;        /* asset indexes sorted by name: setup only */
 	char first_date[NAME_MAX_LEN + 1], last_date[NAME_MAX_LEN + 1];
 	double *mu;             /* mean daily return per asset */
 	double *vol;            /* daily volatility per asset (shrinkage keeps it) */
@@ -128,7 +130,7 @@ struct risk {
 	size_t npf;
 	struct position *pos;
 	size_t npos;
-	struct risk_acc *acc;
+	struct risk_acc *acc;   /* written by merge(): never in the arena */
 };
 
 /* ---- random numbers: xoshiro256**, seeded with splitmix64 ------------------- */
@@ -441,7 +443,7 @@ static int returns_header(struct risk *r, struct csv *c)
 		cowrun_error("%s:1: %zu assets: at most %d", c->path, r->n, MAX_ASSETS);
 		return -1;
 	}
-	if ((r->asset = calloc(r->n, sizeof *r->asset)) == NULL) {
+	if ((r->asset = cowrun_alloc(r->n * sizeof *r->asset)) == NULL) {
 		cowrun_error("%s:1: out of memory", c->path);
 		return -1;
 	}
@@ -573,7 +575,7 @@ static int generate_returns(struct risk *r, double **data)
 
 	r->n = (size_t)r->cfg.assets;
 	r->ndays = (size_t)r->cfg.days;
-	r->asset = calloc(r->n, sizeof *r->asset);
+	r->asset = cowrun_alloc(r->n * sizeof *r->asset);
 	ga = malloc(r->n * sizeof *ga);
 	d = r->n * r->ndays / r->ndays == r->n ? doubles(r->n * r->ndays) : NULL;
 	if (r->asset == NULL || ga == NULL || d == NULL) {
@@ -678,9 +680,9 @@ static int estimate(struct risk *r, double *d)
 {
 	size_t n = r->n;
 
-	r->mu = doubles(n);
-	r->vol = doubles(n);
-	r->chol = n * n / n == n ? doubles(n * n) : NULL;
+	r->mu = cowrun_alloc_aligned(n * sizeof *r->mu, 64);
+	r->vol = cowrun_alloc_aligned(n * sizeof *r->vol, 64);
+	r->chol = cowrun_alloc_aligned(n * n * sizeof *r->chol, 64);
 	if (r->mu == NULL || r->vol == NULL || r->chol == NULL) {
 		cowrun_error("out of memory for the covariance of %zu assets", n);
 		return -1;
@@ -688,7 +690,6 @@ static int estimate(struct risk *r, double *d)
 	if (check_varies(r, d) != 0)
 		return -1;
 	demean(d, n, r->ndays, r->mu);
-	memset(r->chol, 0, n * n * sizeof *r->chol);
 	cblas_dsyrk(CblasColMajor, CblasLower, CblasNoTrans, (blasint)n, (blasint)r->ndays,
 		    1.0 / (double)(r->ndays - 1), d, (blasint)n, 0.0, r->chol, (blasint)n);
 	if (shrink(r) != 0)
@@ -733,7 +734,7 @@ static int generate_portfolios(struct risk *r)
 	struct rng g;
 
 	r->npf = (size_t)r->cfg.portfolios;
-	r->pf = calloc(r->npf, sizeof *r->pf);
+	r->pf = cowrun_alloc(r->npf * sizeof *r->pf);
 	rng_seed(&g, (uint64_t)r->cfg.seed, UINT64_C(1) << 63);
 	for (size_t p = 0; r->pf && p < r->npf; p++) {
 		size_t m = avg / 2 + (size_t)(rng_next(&g) % (avg + 1));
@@ -741,7 +742,7 @@ static int generate_portfolios(struct risk *r)
 		r->pf[p].first = r->npos;
 		r->npos += r->pf[p].count;
 	}
-	r->pos = r->pf ? malloc(r->npos * sizeof *r->pos) : NULL;
+	r->pos = r->pf ? cowrun_alloc(r->npos * sizeof *r->pos) : NULL;
 	if (perm == NULL || r->pos == NULL) {
 		cowrun_error("out of memory for %zu portfolios", r->npf);
 		free(perm);
@@ -759,8 +760,13 @@ static int generate_portfolios(struct risk *r)
 
 #define HOLDINGS_HEADER "portfolio,asset,value"
 
+/* A holdings file being read: the portfolios and positions grow on the
+ * heap (r->npf and r->npos count them) and go to the setup arena once
+ * complete. */
 struct holdings {
 	struct csv c;
+	struct portfolio *pf;
+	struct position *pos;
 	size_t pf_cap, pos_cap;
 	size_t *stamp;          /* per asset: 1 + the last portfolio holding it */
 };
@@ -769,16 +775,16 @@ struct holdings {
 static int holdings_new_portfolio(struct risk *r, struct holdings *h, const char *name)
 {
 	for (size_t p = 0; p < r->npf; p++)
-		if (strcmp(r->pf[p].name, name) == 0)
+		if (strcmp(h->pf[p].name, name) == 0)
 			return csv_bad(&h->c, "portfolio", name,
 				       "seen before: a portfolio's rows must be together");
-	if (grow((void **)&r->pf, &h->pf_cap, r->npf + 1, sizeof *r->pf) != 0) {
+	if (grow((void **)&h->pf, &h->pf_cap, r->npf + 1, sizeof *h->pf) != 0) {
 		cowrun_error("%s:%zu: out of memory", h->c.path, h->c.line);
 		return -1;
 	}
-	strcpy(r->pf[r->npf].name, name);
-	r->pf[r->npf].first = r->npos;
-	r->pf[r->npf].count = 0;
+	strcpy(h->pf[r->npf].name, name);
+	h->pf[r->npf].first = r->npos;
+	h->pf[r->npf].count = 0;
 	r->npf++;
 	return 0;
 }
@@ -815,18 +821,18 @@ static int holdings_row(struct risk *r, struct holdings *h)
 							  : "not a generated asset name");
 	if (holdings_value(&h->c, f[2], &value) != 0)
 		return -1;
-	if ((r->npf == 0 || strcmp(r->pf[r->npf - 1].name, f[0]) != 0) &&
+	if ((r->npf == 0 || strcmp(h->pf[r->npf - 1].name, f[0]) != 0) &&
 	    holdings_new_portfolio(r, h, f[0]) != 0)
 		return -1;
 	if (h->stamp[a] == r->npf)
 		return csv_bad(&h->c, "asset", f[1], "held twice by this portfolio");
 	h->stamp[a] = r->npf;
-	if (grow((void **)&r->pos, &h->pos_cap, r->npos + 1, sizeof *r->pos) != 0) {
+	if (grow((void **)&h->pos, &h->pos_cap, r->npos + 1, sizeof *h->pos) != 0) {
 		cowrun_error("%s:%zu: out of memory", h->c.path, h->c.line);
 		return -1;
 	}
-	r->pos[r->npos++] = (struct position){ (size_t)a, value };
-	r->pf[r->npf - 1].count++;
+	h->pos[r->npos++] = (struct position){ (size_t)a, value };
+	h->pf[r->npf - 1].count++;
 	return 0;
 }
 
@@ -851,11 +857,18 @@ static int load_holdings(struct risk *r)
 	while ((got = csv_next(&h.c)) > 0)
 		if (holdings_row(r, &h) != 0)
 			goto out;
-	if (got == 0 && r->npf == 0)
+	if (got < 0)
+		goto out;
+	if (r->npf == 0)
 		cowrun_error("%s: no positions", h.c.path);
-	else if (got == 0)
+	else if ((r->pf = cowrun_memdup(h.pf, r->npf * sizeof *h.pf)) == NULL ||
+		 (r->pos = cowrun_memdup(h.pos, r->npos * sizeof *h.pos)) == NULL)
+		cowrun_error("out of memory for %zu positions", r->npos);
+	else
 		rc = 0;
 out:
+	free(h.pf);
+	free(h.pos);
 	free(h.stamp);
 	csv_close(&h.c);
 	return rc;
@@ -885,14 +898,17 @@ out:
  * does not know CPUs newer than itself (e.g. family 6 model 207) and falls
  * back to its Prescott (SSE3) kernels.  OPENBLAS_CORETYPE=Haswell or
  * SkylakeX, set before cowrun starts, selects AVX2 or AVX-512 ones (measured
- * here: tasks 1.4x faster).  Every mode and -j still agree; the last digits
- * may differ between two kernel choices.
+ * here: tasks 1.4x faster).  Every mode and -j agree under either choice;
+ * across choices the rounding may differ in the last bits (the printed
+ * figures, in whole units, were the same here with all three kernels).
  */
 static void pin_blas_threads(void)
 {
 	openblas_set_num_threads(1);
 }
 
+/* The asset names, risk model and portfolios live in the setup arena (the
+ * runner frees it); the name index and the accumulator on the heap. */
 static void risk_teardown(void *state)
 {
 	struct risk *r = state;
@@ -904,13 +920,7 @@ static void risk_teardown(void *state)
 		free(r->acc->merged);
 		free(r->acc);
 	}
-	free(r->asset);
 	free(r->by_name);
-	free(r->mu);
-	free(r->vol);
-	free(r->chol);
-	free(r->pf);
-	free(r->pos);
 	free(r);
 }
 
@@ -936,6 +946,8 @@ static int risk_build(struct risk *r)
 	}
 	rc = 0;
 out:
+	free(r->by_name); /* it served the holdings file only */
+	r->by_name = NULL;
 	free(d);
 	return rc;
 }
