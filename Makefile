@@ -113,6 +113,7 @@ install: all build/cowrun.1
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/include \
 		$(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/share/man/man1
 	install -m 755 bin/cowrun $(DESTDIR)$(PREFIX)/bin/cowrun
+	install -m 755 compare/cluster $(DESTDIR)$(PREFIX)/bin/cowrun-cluster
 	install -m 644 runner/cowrun.h $(DESTDIR)$(PREFIX)/include/cowrun.h
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e "s|@VERSION@|$$(bin/cowrun --version | cut -d' ' -f2)|" \
 		runner/cowrun.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/cowrun.pc
