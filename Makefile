@@ -91,11 +91,17 @@ BENCH_JOBS ?= 1,2,4
 BENCH_REPS ?= 3
 BENCH_SELFTEST_ARGS ?= --tasks 200 --work-us 20000
 
+# legacy is not thread-safe: no omp mode for it.  printer is I/O-bound:
+# it is where more workers than cores pays, so it goes up to -j 32.
 bench: deps all
 	$(BENCH) --workload sales --timeline results/sales-timeline.csv
 	$(BENCH) --workload average
 	$(BENCH) --workload selftest -- $(BENCH_SELFTEST_ARGS)
-	plots/plot results/sales.csv results/sales-timeline.csv results/average.csv results/selftest.csv
+	$(BENCH) --workload risk
+	compare/compare --jobs 1,2,4,8,16,32 --reps $(BENCH_REPS) --modes fork,omp --workload printer
+	$(BENCH) --modes fork,parallel-task,parallel-shard --workload legacy
+	plots/plot results/sales.csv results/sales-timeline.csv results/average.csv \
+		results/selftest.csv results/risk.csv results/printer.csv results/legacy.csv
 
 # Every compare/compare or --timeline CSV in results/ (found by its header).
 plots:
