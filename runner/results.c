@@ -150,6 +150,27 @@ static void limit_to_file_size(struct wire_reader *r, int fd)
 		r->max_payload = (uint64_t)st.st_size;
 }
 
+/* Open a file of frames and its reader, limited to the file's size.
+ * Returns the descriptor, or -1 after a message ("CONTEXT: cannot open
+ * WHAT'PATH'"); on success the caller frees the reader and closes it. */
+static int open_frames(const char *context, const char *what, const char *path,
+		       struct wire_reader *r)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0) {
+		warnx_("%s: cannot open %s'%s': %s", context, what, path, strerror(errno));
+		return -1;
+	}
+	if (wire_reader_init(r, 1 << 16) != 0) {
+		warnx_("%s: out of memory reading '%s'", context, path);
+		close(fd);
+		return -1;
+	}
+	limit_to_file_size(r, fd);
+	return fd;
+}
+
 /* Hand one task frame to the batch.  Returns 0 or -1 after a message. */
 static int load_task_frame(struct batch *b, const char *path, const struct wire_frame *f)
 {
@@ -216,15 +237,10 @@ int results_load(struct batch *b, const char *path, const char *identity)
 	uint64_t frames = 0;
 	int ended = 0, rc = -1, got;
 	long n;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = open_frames("merge", "", path, &r);
 
-	if (fd < 0) {
-		warnx_("merge: cannot open '%s': %s", path, strerror(errno));
+	if (fd < 0)
 		return -1;
-	}
-	if (wire_reader_init(&r, 1 << 16) != 0)
-		goto out;
-	limit_to_file_size(&r, fd);
 	while ((n = wire_reader_fill(&r, fd)) > 0) {
 		while ((got = wire_reader_next(&r, &f)) == 1)
 			if (load_frame(b, path, identity, &f, &frames, &ended) != 0)
@@ -321,16 +337,11 @@ int journal_load(const char *path, const char *identity,
 	struct wire_reader r;
 	struct wire_frame f;
 	long long consumed = 0;
-	int rc = -1, got = 0, fd = open(path, O_RDONLY | O_CLOEXEC);
+	int rc = -1, got = 0, fd = open_frames("--resume", "results journal ", path, &r);
 	long n;
 
-	if (fd < 0) {
-		warnx_("--resume: cannot open results journal '%s': %s", path, strerror(errno));
+	if (fd < 0)
 		return -1;
-	}
-	if (wire_reader_init(&r, 1 << 16) != 0)
-		goto out;
-	limit_to_file_size(&r, fd);
 	while (got >= 0 && (n = wire_reader_fill(&r, fd)) > 0) {
 		while ((got = wire_reader_next(&r, &f)) == 1) {
 			if (consumed == 0 && check_identity("--resume", path, &f, identity) != 0)
