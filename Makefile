@@ -42,9 +42,9 @@ build/psswatch: compare/psswatch.c
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -o $@ $<
 
-build/forkcost: compare/forkcost.c build/runner/arena.o
+build/forkcost: compare/forkcost.c build/runner/arena.o build/runner/util.o
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -MMD -MP -o $@ $< build/runner/arena.o $(LDLIBS)
+	$(CC) $(ALL_CFLAGS) -MMD -MP -o $@ $< build/runner/arena.o build/runner/util.o $(LDLIBS)
 
 build/%.o: %.c
 	@mkdir -p $(@D)

@@ -23,6 +23,7 @@
  */
 #define _GNU_SOURCE
 #include "arena.h"
+#include "util.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -73,13 +74,6 @@ struct child_report {
 	uint64_t sum;
 };
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static double ms(uint64_t ns)
 {
@@ -275,23 +269,6 @@ static void setup_free(struct setup *s)
 
 /* ---- the child: runs right after fork(), leaves with _exit() -------- */
 
-static int write_full(int fd, const void *buf, size_t len)
-{
-	const char *p = buf;
-
-	while (len > 0) {
-		ssize_t n = write(fd, p, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -1;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 /* Report the start time (taken first thing), read the setup if asked. */
 static void child_main(uint64_t start_ns, int fd, const struct setup *s, int do_read)
 {
@@ -303,7 +280,7 @@ static void child_main(uint64_t start_ns, int fd, const struct setup *s, int do_
 		r.sum = read_setup(s->p, s->len);
 		r.read_ns = now_ns() - t0;
 	}
-	_exit(write_full(fd, &r, sizeof r) == 0 ? 0 : 1);
+	_exit(write_all(fd, &r, sizeof r) == 0 ? 0 : 1);
 }
 
 /* ---- the parent ----------------------------------------------------- */

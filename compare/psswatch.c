@@ -26,20 +26,28 @@
 
 #define MAX_PROCS 65536
 
+/* A small /proc file's text into buf (NUL-terminated).  Returns its
+ * length, or -1 if it cannot be read (the process is gone). */
+static ssize_t read_text(const char *path, char *buf, size_t size)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, buf, size - 1) : -1;
+
+	if (fd >= 0)
+		close(fd);
+	if (n > 0)
+		buf[n] = '\0';
+	return n > 0 ? n : -1;
+}
+
 /* The parent pid of `pid` from /proc/PID/stat (after the command name,
  * which may hold spaces and parentheses), or -1. */
 static pid_t parent_of(pid_t pid)
 {
 	char path[64], text[512];
 	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n = fd >= 0 ? read(fd, text, sizeof text - 1) : -1;
-
-	if (fd >= 0)
-		close(fd);
-	if (n <= 0)
+	if (read_text(path, text, sizeof text) < 0)
 		return -1;
-	text[n] = '\0';
 	char *close_paren = strrchr(text, ')');
 	int ppid;
 	if (close_paren == NULL || sscanf(close_paren + 1, " %*c %d", &ppid) != 1)
@@ -51,14 +59,8 @@ static unsigned long pss_kb(pid_t pid)
 {
 	char path[64], text[4096];
 	snprintf(path, sizeof path, "/proc/%d/smaps_rollup", (int)pid);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n = fd >= 0 ? read(fd, text, sizeof text - 1) : -1;
-
-	if (fd >= 0)
-		close(fd);
-	if (n <= 0)
+	if (read_text(path, text, sizeof text) < 0)
 		return 0;
-	text[n] = '\0';
 	char *at = strstr(text, "\nPss:");
 	return at ? strtoul(at + 5, NULL, 10) : 0;
 }

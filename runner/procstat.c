@@ -17,18 +17,26 @@ static uint64_t field_kb(const char *text, const char *name)
 	return at ? strtoull(at + strlen(name), NULL, 10) : 0;
 }
 
+/* A small /proc file's text into buf (NUL-terminated); -1 if unreadable. */
+static ssize_t read_text(const char *path, char *buf, size_t size)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, buf, size - 1) : -1;
+
+	if (fd >= 0)
+		close(fd);
+	if (n > 0)
+		buf[n] = '\0';
+	return n > 0 ? n : -1;
+}
+
 /* smaps_rollup sums every mapping of the process: one small read. */
 static void read_rollup(struct worker_stats *s)
 {
 	char text[4096];
-	int fd = open("/proc/self/smaps_rollup", O_RDONLY | O_CLOEXEC);
-	ssize_t n = fd >= 0 ? read(fd, text, sizeof text - 1) : -1;
 
-	if (fd >= 0)
-		close(fd);
-	if (n <= 0)
+	if (read_text("/proc/self/smaps_rollup", text, sizeof text) < 0)
 		return;
-	text[n] = '\0';
 	s->pss_kb = field_kb(text, "\nPss:");
 	s->shared_kb = field_kb(text, "\nShared_Clean:") + field_kb(text, "\nShared_Dirty:");
 	s->private_dirty_kb = field_kb(text, "\nPrivate_Dirty:");
@@ -52,14 +60,9 @@ size_t procstat_rss_bytes(void)
 {
 	char text[128];
 	unsigned long pages = 0, resident = 0;
-	int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
-	ssize_t n = fd >= 0 ? read(fd, text, sizeof text - 1) : -1;
 
-	if (fd >= 0)
-		close(fd);
-	if (n <= 0)
+	if (read_text("/proc/self/statm", text, sizeof text) < 0)
 		return 0;
-	text[n] = '\0';
 	if (sscanf(text, "%lu %lu", &pages, &resident) != 2)
 		return 0;
 	return (size_t)resident * (size_t)sysconf(_SC_PAGESIZE);
