@@ -1,40 +1,94 @@
 # cowrun - fork-after-setup batch runner.
-#   make            build bin/cowrun
+#   make            build bin/cowrun and the bundled workloads
 #   make deps       install missing Debian packages (as root; else print the command)
 #   make test       unit tests (cmocka) and CLI tests (bats), one summary line
 #   make demo       the nightly sales batch on built-in synthetic data, then a quick compare
 #   make bench      compare every mode on the built-in workloads (long), then plots
 #   make plots      plots/out/ from the latest results/*.csv
-#   make install    PREFIX=/usr/local DESTDIR=
+#   make install    prefix=/usr/local DESTDIR=  (GNU's bindir, libdir... too)
 
+# GNU's installation directories (PREFIX, the older spelling, still works).
 PREFIX ?= /usr/local
+prefix ?= $(PREFIX)
+exec_prefix ?= $(prefix)
+bindir ?= $(exec_prefix)/bin
+libdir ?= $(exec_prefix)/lib
+includedir ?= $(prefix)/include
+datarootdir ?= $(prefix)/share
+mandir ?= $(datarootdir)/man
+workloaddir = $(libdir)/cowrun/workloads
 DESTDIR ?=
 CC ?= gcc
 CFLAGS ?= -O2 -g
 WARNINGS = -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes
 ALL_CFLAGS = -std=gnu11 $(WARNINGS) -fopenmp -Irunner $(CFLAGS)
-LDLIBS = -lm -llapacke -lopenblas
+LDLIBS = -lm
 
-# Debian packages the project needs: to build and test, and to benchmark.
-DEB_PACKAGES = gcc make libcmocka-dev bats pkg-config hyperfine time gnuplot-nox parallel liblapacke-dev libopenblas-dev help2man openssh-server openssh-client
+# Debian packages, by what they are for.  make deps installs the missing
+# ones without their recommendations: nothing else is used.
+#   build: the compiler and C library headers; pkg-config for the template
+#     workload (workloads/template) to find the installed cowrun.h
+DEB_BUILD = gcc libc6-dev make pkg-config
+#   risk.so, the bundled risk workload: LAPACK (Cholesky) and OpenBLAS
+DEB_BUNDLED = liblapacke-dev libopenblas-dev
+#   tests: cmocka (unit), bats (CLI), a loopback sshd and ssh (cowrun-cluster)
+DEB_TEST = libcmocka-dev bats openssh-server openssh-client
+#   the GNU Parallel modes (compare, cowrun-cluster); plots (gnuplot, and
+#   the DejaVu font they name); benchmarks (hyperfine; GNU time for peak
+#   RSS); the man page (help2man)
+DEB_TOOLS = parallel gnuplot-nox fonts-dejavu-core hyperfine time help2man
+DEB_PACKAGES = $(DEB_BUILD) $(DEB_BUNDLED) $(DEB_TEST) $(DEB_TOOLS)
+
+# Built-in workloads are compiled into bin/cowrun (runner/registry.c lists
+# them).  A bundled workload has heavy dependencies: it is built as
+# build/workloads/NAME.so with its libraries (NAME_LIBS) and a one-line
+# NAME.summary for --list, installed under $(workloaddir), and found by
+# name at run time (runner/plugin.h), so bin/cowrun links none of them.
+BUILTIN_WORKLOADS = sales average selftest printer legacy
+BUNDLED_WORKLOADS = risk
+risk_LIBS = -llapacke -lopenblas
 
 # The unit tests link the runner's modules without main and the registry
-# (which pulls in every workload).
+# (which pulls in every built-in workload).
 RUNNER_SRC = $(filter-out runner/main.c runner/registry.c,$(wildcard runner/*.c))
-WORKLOAD_SRC = $(wildcard workloads/*.c)
 RUNNER_OBJ = $(RUNNER_SRC:%.c=build/%.o)
-WORKLOAD_OBJ = $(WORKLOAD_SRC:%.c=build/%.o)
+WORKLOAD_OBJ = $(BUILTIN_WORKLOADS:%=build/workloads/%.o)
+BUNDLED = $(BUNDLED_WORKLOADS:%=build/workloads/%.so) $(BUNDLED_WORKLOADS:%=build/workloads/%.summary)
 UNIT_SRC = $(wildcard tests/unit/test_*.c)
 UNIT_BIN = $(UNIT_SRC:tests/unit/%.c=build/tests/%)
 
-.PHONY: all deps test unit demo bench plots clean install check-deps
-all: bin/cowrun build/forkcost build/psswatch
+.PHONY: all deps test unit demo bench plots clean install check-deps FORCE
+all: bin/cowrun $(BUNDLED) build/forkcost build/psswatch
 
-# -rdynamic: a plugin (--workload FILE.so) calls cowrun_emit() and friends
-# from this binary.
+# -rdynamic: a plugin (bundled, or --workload FILE.so) calls cowrun_emit()
+# and friends from this binary.
 bin/cowrun: build/runner/main.o build/runner/registry.o $(RUNNER_OBJ) $(WORKLOAD_OBJ)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -rdynamic -o $@ $^ $(LDLIBS)
+
+# Where the installed binary finds the bundled workloads, relative to its
+# own directory, and which names are bundled: compiled in, and recompiled
+# when they change (build/plugin-config holds the last values).
+PLUGIN_RELDIR := $(shell realpath -m --relative-to='$(bindir)' '$(workloaddir)')
+PLUGIN_CONFIG = $(PLUGIN_RELDIR) $(BUNDLED_WORKLOADS)
+build/runner/plugin.o: ALL_CFLAGS += -DCOWRUN_PLUGIN_RELDIR='"$(PLUGIN_RELDIR)"'
+build/runner/registry.o: ALL_CFLAGS += -DCOWRUN_BUNDLED='"$(BUNDLED_WORKLOADS)"'
+build/runner/plugin.o build/runner/registry.o: build/plugin-config
+build/plugin-config: FORCE
+	@mkdir -p $(@D)
+	@echo '$(PLUGIN_CONFIG)' | cmp -s - $@ || echo '$(PLUGIN_CONFIG)' > $@
+FORCE:
+
+build/workloads/%.so: workloads/%.c
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -fPIC -shared -MMD -MP -o $@ $< $($*_LIBS) $(LDLIBS)
+
+build/workloads/%.summary: build/workloads/%.so build/workload-summary
+	build/workload-summary $< $* > $@.tmp && mv $@.tmp $@
+
+build/workload-summary: build-aux/workload-summary.c runner/cowrun.h
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -o $@ $<
 
 # compare/forkcost's measuring program: fork cost against setup size.
 # compare/compare's memory probe: peak total PSS of a run's process tree.
@@ -62,9 +116,10 @@ deps:
 	if [ -z "$$missing" ]; then echo "deps: all installed"; \
 	elif [ "$$(id -u)" = 0 ]; then \
 		echo "deps: installing $$missing"; \
-		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+			apt-get install -y -qq --no-install-recommends $$missing; \
 	else echo "deps: missing packages; run as root:"; \
-		echo "  apt-get install -y $$missing"; exit 1; fi
+		echo "  apt-get install -y --no-install-recommends $$missing"; exit 1; fi
 
 unit: $(UNIT_BIN) build/tests/reaper
 
@@ -116,14 +171,16 @@ build/cowrun.1: bin/cowrun
 	help2man --no-info --name="fork-after-setup batch runner" --output=$@ bin/cowrun
 
 install: all build/cowrun.1
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/include \
-		$(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/share/man/man1
-	install -m 755 bin/cowrun $(DESTDIR)$(PREFIX)/bin/cowrun
-	install -m 755 compare/cluster $(DESTDIR)$(PREFIX)/bin/cowrun-cluster
-	install -m 644 runner/cowrun.h $(DESTDIR)$(PREFIX)/include/cowrun.h
-	sed -e 's|@PREFIX@|$(PREFIX)|' -e "s|@VERSION@|$$(bin/cowrun --version | cut -d' ' -f2)|" \
-		runner/cowrun.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/cowrun.pc
-	install -m 644 build/cowrun.1 $(DESTDIR)$(PREFIX)/share/man/man1/cowrun.1
+	install -d $(DESTDIR)$(bindir) $(DESTDIR)$(includedir) $(DESTDIR)$(libdir)/pkgconfig \
+		$(DESTDIR)$(mandir)/man1 $(DESTDIR)$(workloaddir)
+	install -m 755 bin/cowrun $(DESTDIR)$(bindir)/cowrun
+	install -m 755 cluster/cowrun-cluster $(DESTDIR)$(bindir)/cowrun-cluster
+	install -m 644 $(BUNDLED) $(DESTDIR)$(workloaddir)
+	install -m 644 runner/cowrun.h $(DESTDIR)$(includedir)/cowrun.h
+	sed -e 's|@prefix@|$(prefix)|' -e 's|@includedir@|$(includedir)|' \
+		-e "s|@VERSION@|$$(bin/cowrun --version | cut -d' ' -f2)|" \
+		runner/cowrun.pc.in > $(DESTDIR)$(libdir)/pkgconfig/cowrun.pc
+	install -m 644 build/cowrun.1 $(DESTDIR)$(mandir)/man1/cowrun.1
 
 clean:
 	rm -rf build bin out

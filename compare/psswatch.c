@@ -7,8 +7,9 @@
  *
  *   psswatch [-i MS] [-o FILE] -- COMMAND [ARGS...]
  *
- * Samples every MS milliseconds (default 50) by walking /proc for the
- * command's descendants and summing their /proc/PID/smaps_rollup Pss.
+ * Samples every MS milliseconds (default 50; the first ones sooner) by
+ * walking /proc for the command's descendants and summing their
+ * /proc/PID/smaps_rollup Pss.
  * Writes "peak_pss_kb N samples M" to FILE (default stderr) and exits with
  * the command's status (128+signal if it was killed).
  */
@@ -137,13 +138,18 @@ int main(int argc, char **argv)
 	}
 	unsigned long peak = 0, samples = 0;
 	int status;
-	struct timespec pause = { interval_ms / 1000, (interval_ms % 1000) * 1000000L };
+	/* The first samples come fast, doubling up to the interval: a short
+	 * run (or a first sample taken mid-exec, which reads nothing) still
+	 * gets measured while it runs. */
+	long pause_ms = 1;
 	while (waitpid(child, &status, WNOHANG) == 0) {
 		unsigned long now = tree_pss_kb(child);
 		if (now > peak)
 			peak = now;
 		samples++;
+		struct timespec pause = { pause_ms / 1000, (pause_ms % 1000) * 1000000L };
 		nanosleep(&pause, NULL);
+		pause_ms = pause_ms * 2 < interval_ms ? pause_ms * 2 : interval_ms;
 	}
 	FILE *out = out_path ? fopen(out_path, "w") : stderr;
 	if (out) {

@@ -130,12 +130,6 @@ static void usage(FILE *out)
 "After --halt, the exit status counts the failed tasks, as above.\n");
 }
 
-static void list_workloads(void)
-{
-	for (size_t i = 0; registry_workloads[i] != NULL; i++)
-		printf("%-10s %s\n", registry_workloads[i]->name, registry_workloads[i]->summary);
-}
-
 static int parse_mode(const char *text, enum mode *mode)
 {
 	static const char *const names[] = { "fork", "serial", "omp" };
@@ -334,7 +328,7 @@ static int parse_cli(int argc, char **argv, struct cli *cli)
 		case 'N': cli->no_huge_pages = 1; break;
 		case 'Z': cli->no_freeze = 1; break;
 		case 'v': cli->verbose = 1; break;
-		case 'l': list_workloads(); return -1;
+		case 'l': registry_list(stdout); return -1;
 		case 'h': usage(stdout); return -1;
 		case 'V': printf("cowrun %s\n", COWRUN_VERSION); return -1;
 		case ':':
@@ -359,10 +353,8 @@ static int parse_cli(int argc, char **argv, struct cli *cli)
 		return EXIT_USAGE;
 	}
 	cli->workload = registry_find(argv[optind]);
-	if (cli->workload == NULL) {
-		warnx_("unknown workload '%s' (see cowrun --list)", argv[optind]);
+	if (cli->workload == NULL)
 		return EXIT_USAGE;
-	}
 	cli->wargc = argc - optind;
 	cli->wargv = argv + optind;
 	return check_combinations(cli);

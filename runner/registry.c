@@ -1,20 +1,27 @@
 /*
- * registry.c - the table of built-in workloads.  Adding a workload: write
- * workloads/NAME.c exporting cowrun_workload_NAME and list it here.
+ * registry.c - the workloads cowrun knows by name: the built-ins compiled
+ * into the binary, then the bundled ones, shared objects found on the
+ * plugin search path (plugin.h).  Adding a light workload: write
+ * workloads/NAME.c exporting cowrun_workload_NAME, list it here and in the
+ * Makefile's BUILTIN_WORKLOADS.  A workload with heavy dependencies goes
+ * in the Makefile's BUNDLED_WORKLOADS instead, exporting cowrun_workload.
  */
 #include "registry.h"
+#include "plugin.h"
 #include "util.h"
 
-#include <dlfcn.h>
-#include <errno.h>
-#include <limits.h>
-#include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
+
+/* The bundled workloads' names, space-separated (from the Makefile): a
+ * missing one is a broken install, not an unknown name. */
+#ifndef COWRUN_BUNDLED
+#define COWRUN_BUNDLED ""
+#endif
 
 extern const struct cowrun_workload cowrun_workload_average;
 extern const struct cowrun_workload cowrun_workload_sales;
 extern const struct cowrun_workload cowrun_workload_selftest;
-extern const struct cowrun_workload cowrun_workload_risk;
 extern const struct cowrun_workload cowrun_workload_printer;
 extern const struct cowrun_workload cowrun_workload_legacy;
 
@@ -22,13 +29,12 @@ const struct cowrun_workload *const registry_workloads[] = {
 	&cowrun_workload_sales,
 	&cowrun_workload_average,
 	&cowrun_workload_selftest,
-	&cowrun_workload_risk,
 	&cowrun_workload_printer,
 	&cowrun_workload_legacy,
 	NULL,
 };
 
-const struct cowrun_workload *registry_find(const char *name)
+static const struct cowrun_workload *builtin(const char *name)
 {
 	for (size_t i = 0; registry_workloads[i] != NULL; i++)
 		if (strcmp(registry_workloads[i]->name, name) == 0)
@@ -36,49 +42,51 @@ const struct cowrun_workload *registry_find(const char *name)
 	return NULL;
 }
 
-/* The first required member a workload leaves NULL, or NULL if none. */
-static const char *missing_member(const struct cowrun_workload *w)
+static int is_builtin(const char *name)
 {
-	if (w->name == NULL || w->name[0] == '\0')
-		return "name";
-	if (w->setup == NULL)
-		return "setup()";
-	if (w->ntasks == NULL)
-		return "ntasks()";
-	if (w->task_name == NULL)
-		return "task_name()";
-	if (w->run == NULL)
-		return "run()";
-	if (w->merge == NULL)
-		return "merge()";
-	return w->finish == NULL ? "finish()" : NULL;
+	return builtin(name) != NULL;
+}
+
+/* Is `name` one of COWRUN_BUNDLED's words? */
+static int is_bundled(const char *name)
+{
+	size_t len = strlen(name);
+
+	for (const char *w = COWRUN_BUNDLED; *w; w += strspn(w, " ")) {
+		size_t n = strcspn(w, " ");
+		if (n == len && strncmp(w, name, n) == 0)
+			return 1;
+		w += n;
+	}
+	return 0;
+}
+
+const struct cowrun_workload *registry_find(const char *name)
+{
+	const struct cowrun_workload *w = builtin(name);
+	struct plugin_path p;
+	char dirs[1024];
+
+	if (w != NULL || plugin_find(name, &w))
+		return w;
+	if (!is_bundled(name)) {
+		warnx_("unknown workload '%s' (see cowrun --list)", name);
+		return NULL;
+	}
+	plugin_search_path(&p);
+	warnx_("%s: its library %s.so is not installed: looked in %s (reinstall cowrun, or set %s)",
+	       name, name, plugin_describe_path(&p, dirs, sizeof dirs), PLUGIN_PATH_ENV);
+	return NULL;
 }
 
 const struct cowrun_workload *registry_load_plugin(const char *path)
 {
-	char resolved[PATH_MAX];
+	return plugin_load(path, "--workload");
+}
 
-	/* A path, not a library name for the dynamic linker to search. */
-	if (realpath(path, resolved) == NULL) {
-		warnx_("--workload: cannot load '%s': %s", path, strerror(errno));
-		return NULL;
-	}
-	void *handle = dlopen(resolved, RTLD_NOW | RTLD_LOCAL);
-	if (handle == NULL) {
-		warnx_("--workload: cannot load '%s': %s", path, dlerror());
-		return NULL;
-	}
-	const struct cowrun_workload *w = dlsym(handle, "cowrun_workload");
-	const char *missing;
-	if (w == NULL)
-		warnx_("--workload: '%s' exports no 'cowrun_workload' symbol: not a cowrun workload", path);
-	else if (w->abi_version != COWRUN_ABI_VERSION)
-		warnx_("--workload: '%s' was built for workload ABI %d, this cowrun has ABI %d: rebuild it against this cowrun.h",
-		       path, w->abi_version, COWRUN_ABI_VERSION);
-	else if ((missing = missing_member(w)) != NULL)
-		warnx_("--workload: '%s' defines no %s", path, missing);
-	else
-		return w;
-	dlclose(handle);
-	return NULL;
+void registry_list(FILE *out)
+{
+	for (size_t i = 0; registry_workloads[i] != NULL; i++)
+		fprintf(out, "%-10s %s\n", registry_workloads[i]->name, registry_workloads[i]->summary);
+	plugin_list(out, is_builtin);
 }

@@ -13,8 +13,9 @@
  * order and prints the book: the sum of standalone risks against the
  * diversified book VaR, and the book's largest risk contributors.
  *
- * BLAS runs on one thread, set in setup before the first BLAS call: see
- * pin_blas_threads().  Every random number of task k comes from a stream
+ * risk is a bundled workload: built as risk.so (the Makefile's
+ * BUNDLED_WORKLOADS), so only a run of risk loads LAPACK and OpenBLAS, not
+ * every cowrun.  BLAS runs on one thread: see pin_blas_threads().  Every random number of task k comes from a stream
  * seeded from (--seed, k), and every sum runs in a fixed order, so the
  * output is byte-identical in every mode and at every -j.
  */
@@ -880,9 +881,10 @@ out:
  * BLAS on one thread, for the whole run, set before the first BLAS call.
  *
  * - Debian's OpenBLAS (libopenblas0-pthread) starts its thread pool when
- *   the library is loaded, before main(), and reads OPENBLAS_NUM_THREADS
- *   only then: a setenv() here is too late (measured: the pool keeps one
- *   thread per CPU).  openblas_set_num_threads(1) takes effect at once.
+ *   the library is loaded and reads OPENBLAS_NUM_THREADS only then: a
+ *   setenv() here is too late.  cowrun sets it to 1 before it loads this
+ *   object (unless the user set it), so no pool thread exists when the
+ *   runner forks; openblas_set_num_threads(1) covers a user's other value.
  * - Threaded BLAS and fork(): the child has only the forking thread.
  *   OpenBLAS's atfork handler shuts the pool down before fork() and each
  *   worker starts a new pool at its first threaded call, so -j N workers
@@ -1538,7 +1540,7 @@ out:
 	return rc;
 }
 
-const struct cowrun_workload cowrun_workload_risk = {
+const struct cowrun_workload cowrun_workload = {
 	.abi_version = COWRUN_ABI_VERSION,
 	.name = "risk",
 	.summary = "nightly portfolio risk: Monte Carlo VaR and ES per portfolio (LAPACK)",

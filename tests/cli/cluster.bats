@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# cowrun-cluster (compare/cluster) for real: a throwaway sshd on 127.0.0.1
+# cowrun-cluster (cluster/cowrun-cluster) for real: a throwaway sshd on 127.0.0.1
 # (tests/helpers/sshd-loopback, its keys and config in this file's temporary
 # directory, ~/.ssh untouched) plays three hosts, each a key of its own with
 # its own login directory, $TMPDIR and PATH.  Hosts 1 and 2 are healthy;
@@ -10,7 +10,7 @@
 
 load helpers
 
-CLUSTER="$ROOT/compare/cluster"
+CLUSTER="$ROOT/cluster/cowrun-cluster"
 LOOPBACK="$ROOT/tests/helpers/sshd-loopback"
 SALES=(sales --rows 200000 --stores 12 --seed 7)
 
@@ -50,7 +50,7 @@ need_sshd() {
 	[ -z "$SSHD_SKIP" ] || skip "$SSHD_SKIP"
 }
 
-# cluster ARGS...: compare/cluster under the reaper: GNU Parallel, ssh and
+# cluster ARGS...: cluster/cowrun-cluster under the reaper: GNU Parallel, ssh and
 # the merge must leave nothing behind here.
 cluster() {
 	"$REAPER" "$CLUSTER" "$@"
