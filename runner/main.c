@@ -482,7 +482,8 @@ static int run_tasks(const struct cli *cli, struct batch *b)
 
 	if (cli->mode == MODE_SERIAL || count == 0) {
 		if (cli->verbose)
-			warnx_("serial: %zu tasks in this process", count);
+			warnx_("serial: %zu tasks in this process, threads %zu", count,
+			       procstat_threads());
 		return serial_run(b);
 	}
 	size_t workers = choose_workers(cli, count);
@@ -497,10 +498,11 @@ static int run_tasks(const struct cli *cli, struct batch *b)
 		setup_bytes = procstat_rss_bytes();
 	int rc = pool_run(b, workers, &opt, &stats);
 	if (cli->verbose)
-		warnx_("fork: %zu workers on %d CPUs, %zu forks, fork() avg %.3f ms max %.3f ms, %zu worker deaths",
+		warnx_("fork: %zu workers on %d CPUs, %zu forks, fork() avg %.3f ms max %.3f ms, %zu worker deaths, "
+		       "threads at fork %zu",
 		       stats.workers, cpu_count(), stats.forks,
 		       stats.forks ? stats.fork_ns_total / 1e6 / (double)stats.forks : 0.0,
-		       stats.fork_ns_max / 1e6, stats.worker_deaths);
+		       stats.fork_ns_max / 1e6, stats.worker_deaths, stats.threads_at_fork);
 	if (report_worker_memory(cli, b, &stats, setup_bytes) != 0 && rc == 0)
 		rc = -1;
 	free(stats.per_worker);

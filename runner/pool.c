@@ -118,6 +118,9 @@ static int spawn_worker(struct pool *p, size_t i)
 	atomic_store(&p->shared_slots[i].chunk_start, 0);
 	atomic_store(&p->shared_slots[i].chunk_end, 0);
 	fflush(NULL); /* else buffered output would be written twice */
+	size_t threads = procstat_threads();
+	if (threads > p->stats->threads_at_fork)
+		p->stats->threads_at_fork = threads;
 	uint64_t t0 = now_ns();
 	p->fork_started_ns = t0;
 	pid_t pid = fork();

@@ -24,6 +24,7 @@ struct pool_stats {
 	size_t worker_deaths;    /* workers that died abnormally */
 	uint64_t fork_ns_total;  /* parent-side time inside fork() */
 	uint64_t fork_ns_max;
+	size_t threads_at_fork;  /* most threads the parent had at a fork */
 	struct worker_stats *per_worker; /* one per worker that reported; */
 	size_t nper_worker;              /* the caller frees per_worker */
 };

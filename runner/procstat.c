@@ -2,6 +2,7 @@
  * procstat.c - measuring a worker's cost.  See procstat.h.
  */
 #include "procstat.h"
+#include <dirent.h>
 
 #include <fcntl.h>
 #include <stdlib.h>
@@ -66,6 +67,20 @@ size_t procstat_rss_bytes(void)
 	if (sscanf(text, "%lu %lu", &pages, &resident) != 2)
 		return 0;
 	return (size_t)resident * (size_t)sysconf(_SC_PAGESIZE);
+}
+
+size_t procstat_threads(void)
+{
+	DIR *dir = opendir("/proc/self/task");
+	struct dirent *d;
+	size_t n = 0;
+
+	if (dir == NULL)
+		return 0;
+	while ((d = readdir(dir)) != NULL)
+		n += d->d_name[0] != '.';
+	closedir(dir);
+	return n;
 }
 
 void procstat_write_header(FILE *f)

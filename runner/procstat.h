@@ -32,6 +32,11 @@ void procstat_measure(struct worker_stats *s);
 /* Resident memory of this process (from /proc/self/statm), in bytes. */
 size_t procstat_rss_bytes(void);
 
+/* Threads of this process now (entries of /proc/self/task), or 0 if it
+ * cannot be read.  The runner forks with one: a thread left running in
+ * the parent (a BLAS pool, OpenMP) would be missing in every worker. */
+size_t procstat_threads(void);
+
 /* --stats: the CSV header and one row per worker. */
 void procstat_write_header(FILE *f);
 void procstat_write_row(FILE *f, const struct worker_stats *s);

@@ -81,3 +81,96 @@ plugin() {
 	[ "$status" -eq 0 ]
 	[ "$output" = "done" ]
 }
+
+# ---- bundled workloads: shared objects found by name -------------------------
+
+RISK_SMALL=(risk --assets 20 --days 60 --portfolios 5 --positions 8 --scenarios 500 --seed 3)
+
+@test "bin/cowrun links no BLAS, LAPACK or Fortran library: risk.so does" {
+	run ldd "$COWRUN"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *libc.so* ]]
+	if grep -Ei 'blas|lapack|gfortran|quadmath' <<<"$output"; then
+		echo "bin/cowrun links a workload's library" >&2
+		return 1
+	fi
+	run ldd "$ROOT/build/workloads/risk.so"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *liblapacke* ]]
+	[[ "$output" == *libopenblas* ]]
+}
+
+@test "make install: risk runs from the staged tree, from its own lib/cowrun/workloads, and --list names it" {
+	d="$BATS_TEST_TMPDIR/inst"
+	make -s -C "$ROOT" install DESTDIR="$d" prefix=/opt/cowrun >/dev/null
+	installed="$d/opt/cowrun/bin/cowrun"
+	[ -f "$d/opt/cowrun/lib/cowrun/workloads/risk.so" ]
+	run --separate-stderr "$REAPER" "$installed" -j 2 -o "$BATS_TEST_TMPDIR/staged" "${RISK_SMALL[@]}"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"VaR"* ]]
+	staged=$output
+	run --separate-stderr cowrun -j 2 -o "$BATS_TEST_TMPDIR/checkout" "${RISK_SMALL[@]}"
+	[ "$status" -eq 0 ]
+	[ "$output" = "$staged" ]
+	diff -r "$BATS_TEST_TMPDIR/checkout" "$BATS_TEST_TMPDIR/staged"
+	run --separate-stderr "$installed" --list
+	[ "$status" -eq 0 ]
+	[[ "$output" == *$'\nrisk       nightly portfolio risk: Monte Carlo VaR and ES per portfolio (LAPACK)'* ]]
+	# Without its library: one line saying which and where it looked.
+	rm "$d/opt/cowrun/lib/cowrun/workloads/risk.so"
+	run --separate-stderr "$REAPER" "$installed" -o "$BATS_TEST_TMPDIR/none" "${RISK_SMALL[@]}"
+	[ "$status" -eq 255 ]
+	assert_one_line_error "cowrun: risk: its library risk.so is not installed: looked in $d/opt/cowrun/bin/../lib/cowrun/workloads, *"
+	[ ! -e "$BATS_TEST_TMPDIR/none" ]
+}
+
+@test "COWRUN_WORKLOAD_PATH: a workload found by name; --list reads its summary file and loads nothing" {
+	plugin LOUD
+	mkdir "$BATS_TEST_TMPDIR/wl"
+	mv "$BATS_TEST_TMPDIR/LOUD.so" "$BATS_TEST_TMPDIR/wl/tiny.so"
+	echo "one task, from its summary file" > "$BATS_TEST_TMPDIR/wl/tiny.summary"
+	cp "$BATS_TEST_TMPDIR/wl/tiny.so" "$BATS_TEST_TMPDIR/wl/nosummary.so"
+	export COWRUN_WORKLOAD_PATH="$BATS_TEST_TMPDIR/nonexistent:$BATS_TEST_TMPDIR/wl"
+	run --separate-stderr cowrun --list
+	[ "$status" -eq 0 ]
+	[ -z "$stderr" ]
+	[[ "$output" == *$'\ntiny       one task, from its summary file'* ]]
+	[[ "$output" == *$'\nnosummary  (no summary: nosummary.summary is missing)'* ]]
+	run --separate-stderr cowrun -j 2 -o "$BATS_TEST_TMPDIR/out" tiny
+	[ "$status" -eq 0 ]
+	[ "$output" = "done" ]
+	[[ "$stderr" == *"tiny: loaded"* ]]
+	# A file whose workload has another name is refused (after the
+	# constructor's line: it was loaded to find out).
+	run --separate-stderr cowrun nosummary
+	[ "$status" -eq 255 ]
+	[ "$stderr" = "tiny: loaded"$'\n'"cowrun: nosummary: '$BATS_TEST_TMPDIR/wl/nosummary.so' holds the workload 'tiny', not 'nosummary'" ]
+}
+
+@test "a workload whose own library is missing is refused with the loader's reason" {
+	mkdir "$BATS_TEST_TMPDIR/wl"
+	echo 'int cowrun_gone(void) { return 1; }' > "$BATS_TEST_TMPDIR/gone.c"
+	cc -shared -fPIC -o "$BATS_TEST_TMPDIR/libcowrungone.so" "$BATS_TEST_TMPDIR/gone.c"
+	cc -std=gnu11 -fPIC -shared -I"$ROOT/runner" -o "$BATS_TEST_TMPDIR/wl/tiny.so" \
+		"$ROOT/tests/fixtures/plugins/bad_plugins.c" -Wl,--no-as-needed -L"$BATS_TEST_TMPDIR" -lcowrungone
+	rm "$BATS_TEST_TMPDIR/libcowrungone.so"
+	COWRUN_WORKLOAD_PATH="$BATS_TEST_TMPDIR/wl" run --separate-stderr cowrun tiny
+	[ "$status" -eq 255 ]
+	assert_one_line_error "cowrun: tiny: cannot load '$BATS_TEST_TMPDIR/wl/tiny.so': libcowrungone.so: cannot open shared object file: No such file or directory"
+}
+
+@test "one thread in the parent at fork and in serial mode, risk (OpenBLAS) included" {
+	for w in "selftest --tasks 4" "${RISK_SMALL[*]}"; do
+		run --separate-stderr env -u OPENBLAS_NUM_THREADS "$REAPER" "$COWRUN" -v -j 2 -o "$BATS_TEST_TMPDIR/f" $w
+		[ "$status" -eq 0 ]
+		[[ "$stderr" == *", threads at fork 1"* ]]
+		run --separate-stderr env -u OPENBLAS_NUM_THREADS "$REAPER" "$COWRUN" -v --mode serial -o "$BATS_TEST_TMPDIR/s" $w
+		[ "$status" -eq 0 ]
+		[[ "$stderr" == *"tasks in this process, threads 1"* ]]
+	done
+	# The count is real: a BLAS pool the user asks for shows.
+	[ "$(nproc)" -ge 2 ] || skip "needs 2 CPUs for a second OpenBLAS thread"
+	run --separate-stderr env OPENBLAS_NUM_THREADS=2 "$REAPER" "$COWRUN" -v -j 2 -o "$BATS_TEST_TMPDIR/f" "${RISK_SMALL[@]}"
+	[ "$status" -eq 0 ]
+	[[ "$stderr" == *", threads at fork 2"* ]]
+}
