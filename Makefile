@@ -149,6 +149,7 @@ BENCH_SELFTEST_ARGS ?= --tasks 200 --work-us 20000
 # legacy is not thread-safe: no omp mode for it.  printer is I/O-bound:
 # it is where more workers than cores pays, so it goes up to -j 32.
 bench: deps all
+	compare/bench-lean
 	$(BENCH) --workload sales --timeline results/sales-timeline.csv
 	$(BENCH) --workload average
 	$(BENCH) --workload selftest -- $(BENCH_SELFTEST_ARGS)
