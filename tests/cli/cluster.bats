@@ -145,6 +145,17 @@ left_on_hosts() {
 	[ "$(grep -c '^ok   ssh -F .*: [0-9?]* CPUs, cowrun ' <<<"$output")" -eq 2 ]
 }
 
+@test "cluster --check WORKLOAD: every host must load it (a bundled one with its libraries)" {
+	need_sshd
+	run --separate-stderr cluster --check --slf "$SSHD_DIR/two" risk
+	[ "$status" -eq 0 ] || { echo "exit $status: $stderr" >&2; return 1; }
+	[ "$(grep -c '^ok   ssh -F .*: [0-9?]* CPUs, cowrun ' <<<"$output")" -eq 2 ]
+	run --separate-stderr cluster --check --slf "$SSHD_DIR/two" nosuch
+	[ "$status" -eq 255 ]
+	assert_no_leftovers
+	[ "$(grep -c "^FAIL ssh -F .*: cowrun: unknown workload 'nosuch' (see cowrun --list)\$" <<<"$output")" -eq 2 ]
+}
+
 @test "two hosts: sales stdout and reports are byte-identical to a local run; the joblogs name the hosts" {
 	need_sshd
 	local_run "$BATS_TEST_TMPDIR/local" "${SALES[@]}"
