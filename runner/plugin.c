@@ -202,9 +202,10 @@ static void list_dir(FILE *out, const struct plugin_path *p, size_t i,
 	int n = scandir(p->dir[i], &files, is_shared_object, alphasort);
 
 	for (int f = 0; f < n; f++) {
-		char name[NAME_MAX + 1], summary[SUMMARY_MAX];
+		char name[NAME_MAX + 1];
 		snprintf(name, sizeof name, "%.*s", (int)strlen(files[f]->d_name) - 3, files[f]->d_name);
 		if (!listed(name) && !seen_earlier(p, i, files[f]->d_name)) {
+			char summary[SUMMARY_MAX];
 			read_summary(p->dir[i], name, summary, sizeof summary);
 			fprintf(out, "%-10s %s\n", name, summary);
 		}
