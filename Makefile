@@ -79,9 +79,18 @@ build/plugin-config: FORCE
 	@echo '$(PLUGIN_CONFIG)' | cmp -s - $@ || echo '$(PLUGIN_CONFIG)' > $@
 FORCE:
 
-build/workloads/%.so: workloads/%.c
+# A bundled workload is one file, workloads/NAME.c, or a folder of them,
+# workloads/NAME/*.c; compiled position-independent under build/pic/.
+bundled_objects = $(patsubst %.c,build/pic/%.o,$(wildcard workloads/$(1).c workloads/$(1)/*.c))
+.SECONDEXPANSION:
+build/workloads/%.so: $$(call bundled_objects,$$*)
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -fPIC -shared -MMD -MP -o $@ $< $($*_LIBS) $(LDLIBS)
+	$(CC) $(ALL_CFLAGS) -shared -o $@ $(filter %.o,$^) $($*_LIBS) $(LDLIBS)
+
+.PRECIOUS: build/pic/%.o
+build/pic/%.o: %.c
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -fPIC -MMD -MP -c -o $@ $<
 
 build/workloads/%.summary: build/workloads/%.so build/workload-summary
 	build/workload-summary $< $* > $@.tmp && mv $@.tmp $@
