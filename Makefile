@@ -5,7 +5,7 @@
 #   make demo       the nightly sales batch on built-in synthetic data, then a quick compare
 #   make bench      compare every mode on the built-in workloads (long), then plots
 #   make plots      plots/out/ from the latest results/*.csv
-#   make install    prefix=/usr/local DESTDIR=  (GNU's bindir, libdir... too)
+#   make install    prefix=/usr/local DESTDIR=  (GNU's bindir, libdir... too); make uninstall
 
 # GNU's installation directories (PREFIX, the older spelling, still works).
 PREFIX ?= /usr/local
@@ -57,7 +57,7 @@ BUNDLED = $(BUNDLED_WORKLOADS:%=build/workloads/%.so) $(BUNDLED_WORKLOADS:%=buil
 UNIT_SRC = $(wildcard tests/unit/test_*.c)
 UNIT_BIN = $(UNIT_SRC:tests/unit/%.c=build/tests/%)
 
-.PHONY: all deps test unit demo bench plots clean install check-deps FORCE
+.PHONY: all deps test unit demo bench plots clean install uninstall check-deps FORCE
 all: bin/cowrun $(BUNDLED) build/forkcost build/psswatch
 
 # -rdynamic: a plugin (bundled, or --workload FILE.so) calls cowrun_emit()
@@ -191,6 +191,12 @@ install: all build/cowrun.1
 		-e "s|@VERSION@|$$(bin/cowrun --version | cut -d' ' -f2)|" \
 		runner/cowrun.pc.in > $(DESTDIR)$(libdir)/pkgconfig/cowrun.pc
 	install -m 644 build/cowrun.1 $(DESTDIR)$(mandir)/man1/cowrun.1
+
+uninstall:
+	rm -f $(DESTDIR)$(bindir)/cowrun $(DESTDIR)$(bindir)/cowrun-cluster \
+		$(DESTDIR)$(includedir)/cowrun.h $(DESTDIR)$(libdir)/pkgconfig/cowrun.pc \
+		$(DESTDIR)$(mandir)/man1/cowrun.1 $(addprefix $(DESTDIR)$(workloaddir)/,$(notdir $(BUNDLED)))
+	-rmdir $(DESTDIR)$(workloaddir) $(DESTDIR)$(libdir)/cowrun 2>/dev/null
 
 clean:
 	rm -rf build bin out

@@ -10,14 +10,18 @@ plugin() {
 		"$ROOT/tests/fixtures/plugins/bad_plugins.c"
 }
 
-@test "make install DESTDIR=...: binary, header, pkg-config file, man page" {
+@test "make install DESTDIR=...: binary, header, pkg-config file, man page; make uninstall removes them" {
 	d="$BATS_TEST_TMPDIR/inst"
 	make -s -C "$ROOT" install DESTDIR="$d" PREFIX=/opt/cowrun >/dev/null
 	[ -x "$d/opt/cowrun/bin/cowrun" ]
+	[ -x "$d/opt/cowrun/bin/cowrun-cluster" ]
+	[ -f "$d/opt/cowrun/lib/cowrun/workloads/risk.summary" ]
 	[ -f "$d/opt/cowrun/include/cowrun.h" ]
 	[ -f "$d/opt/cowrun/share/man/man1/cowrun.1" ]
 	grep -q '^prefix=/opt/cowrun$' "$d/opt/cowrun/lib/pkgconfig/cowrun.pc"
 	[ "$(PKG_CONFIG_PATH="$d/opt/cowrun/lib/pkgconfig" pkg-config --modversion cowrun)" = "$("$COWRUN" --version | cut -d' ' -f2)" ]
+	make -s -C "$ROOT" uninstall DESTDIR="$d" PREFIX=/opt/cowrun >/dev/null
+	[ -z "$(find "$d" -type f)" ]
 }
 
 @test "the template builds against an installed cowrun and runs in every mode" {
