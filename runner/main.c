@@ -532,6 +532,14 @@ static int select_results_files(const struct dirent *d)
 	return d->d_name[0] != '.' && has_suffix(d->d_name, ".res");
 }
 
+/* One saved-results file into the batch.  Returns 0 or -1 after a message. */
+static int load_saved(struct batch *b, const char *path, const char *identity)
+{
+	struct batch_loader loader = { b, path };
+
+	return results_load(path, identity, batch_take_saved, &loader);
+}
+
 /* Load every *.res file of a directory, in name order. */
 static int load_directory(struct batch *b, const char *dir, const char *identity)
 {
@@ -550,7 +558,7 @@ static int load_directory(struct batch *b, const char *dir, const char *identity
 	for (int i = 0; i < n; i++) {
 		char path[PATH_MAX];
 		snprintf(path, sizeof path, "%s/%s", dir, names[i]->d_name);
-		if (rc == 0 && results_load(b, path, identity) != 0)
+		if (rc == 0 && load_saved(b, path, identity) != 0)
 			rc = -1;
 		free(names[i]);
 	}
@@ -587,7 +595,7 @@ static int merge_saved(const struct cli *cli, struct batch *b, const char *ident
 		const char *path = cli->merge_paths[i];
 		int rc = stat(path, &st) == 0 && S_ISDIR(st.st_mode)
 			? load_directory(b, path, identity)
-			: results_load(b, path, identity);
+			: load_saved(b, path, identity);
 		if (rc != 0)
 			return -1;
 	}
@@ -681,6 +689,19 @@ struct side_files {
 	struct timeline_file timeline;
 };
 
+/* The saved results and the journal as the batch's outcome sinks. */
+static int put_saved(void *ctx, enum wire_type type, size_t task, const void *bytes,
+		     size_t length)
+{
+	return results_put(ctx, type, task, bytes, length);
+}
+
+static int put_journal(void *ctx, enum wire_type type, size_t task, const void *bytes,
+		       size_t length)
+{
+	return journal_put(ctx, type, task, bytes, length);
+}
+
 /* The side files that write under temporary names first: nothing of an
  * earlier run is touched if the run is then refused. */
 static int open_temporary_files(const struct cli *cli, struct batch *b, const char *identity,
@@ -692,7 +713,7 @@ static int open_temporary_files(const struct cli *cli, struct batch *b, const ch
 		if (refuse_directory("--save-results", cli->save_path) != 0 ||
 		    results_create(&f->save, cli->save_path, identity) != 0)
 			return -1;
-		b->save = &f->save;
+		b->save = (struct outcome_sink){ put_saved, &f->save };
 	}
 	if (cli->timeline_path) {
 		if (timeline_open(&f->timeline, cli->timeline_path) != 0)
@@ -724,7 +745,7 @@ static int open_final_files(const struct cli *cli, struct batch *b, const char *
 	resume_journal_path(cli->joblog_path, path, sizeof path);
 	if (journal_open(&f->journal, path, identity, journal_keep) != 0)
 		return -1;
-	b->journal = &f->journal;
+	b->journal = (struct outcome_sink){ put_journal, &f->journal };
 	return 0;
 }
 
@@ -741,9 +762,9 @@ static int close_side_files(const struct cli *cli, struct batch *b, struct side_
 		rc = -1;
 	if (b->joblog && joblog_close(&f->joblog) != 0)
 		rc = -1;
-	if (b->journal && journal_close(&f->journal) != 0)
+	if (b->journal.put && journal_close(&f->journal) != 0)
 		rc = -1;
-	if (b->save && complete && !b->merge_failed)
+	if (b->save.put && complete && !b->merge_failed)
 		rc |= results_commit(&f->save);
 	else if (f->save.fd >= 0)
 		results_abort(&f->save);
@@ -753,8 +774,8 @@ static int close_side_files(const struct cli *cli, struct batch *b, struct side_
 	}
 	b->stats = NULL;
 	b->joblog = NULL;
-	b->journal = NULL;
-	b->save = NULL;
+	b->journal = (struct outcome_sink){ NULL, NULL };
+	b->save = (struct outcome_sink){ NULL, NULL };
 	return rc;
 }
 
