@@ -38,9 +38,10 @@ struct batch {
 	const char *outdir;      /* where reports go */
 	const size_t *selected;  /* ascending task indices to run; NULL: all */
 	size_t nselected;
+	/* The side files' handles are lent by sidefiles_open() and taken
+	 * back by sidefiles_close(): the batch writes, never closes them. */
 	struct outcome_sink save; /* set: save outcomes instead of merging */
 	FILE *timeline;          /* set: one CSV row per finished task */
-	FILE *stats;             /* set: --stats, one CSV row per worker */
 	uint64_t started_ns;     /* task phase start, timeline origin */
 	uint64_t ended_ns;       /* task phase end */
 	struct reorder reorder;
