@@ -94,9 +94,9 @@ static void join_name(char *out, size_t size, const char *dir, const char *name,
 		char *slash = strrchr(out, '/');
 		if (slash != NULL)
 			slash[slash == out] = '\0';
-	} else {
-		snprintf(out, size, "%s%s%.*s", dir, strcmp(dir, "/") == 0 ? "" : "/",
-			 (int)name_len, name);
+	} else if (snprintf(out, size, "%s%s%.*s", dir, strcmp(dir, "/") == 0 ? "" : "/",
+			    (int)name_len, name) >= (int)size) {
+		out[size - 1] = '\0'; /* cut short: too long to open anyway */
 	}
 }
 
