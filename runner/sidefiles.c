@@ -29,6 +29,7 @@ struct side_entry {
  * a missing one by its canonical path. */
 struct file_id {
 	int exists;
+	int regular;             /* a device or a pipe is no file to clobber */
 	dev_t dev;
 	ino_t ino;
 	char canonical[PATH_MAX];
@@ -162,6 +163,7 @@ static int identify(const struct side_entry *e, struct file_id *id)
 		return -1;
 	}
 	id->exists = 1;
+	id->regular = S_ISREG(st.st_mode);
 	id->dev = st.st_dev;
 	id->ino = st.st_ino;
 	return 0;
@@ -170,7 +172,7 @@ static int identify(const struct side_entry *e, struct file_id *id)
 static int same_file(const struct file_id *a, const struct file_id *b)
 {
 	if (a->exists || b->exists)
-		return a->exists && b->exists && a->dev == b->dev && a->ino == b->ino;
+		return a->regular && b->regular && a->dev == b->dev && a->ino == b->ino;
 	return strcmp(a->canonical, b->canonical) == 0;
 }
 

@@ -62,8 +62,9 @@ void sidefiles_init(struct sidefiles *s, const struct sidefiles_paths *paths);
 /*
  * Check every side file before any is opened: none is a directory, and no
  * two options (the journal JOBLOG.res counted as one) name the same file:
- * compared by device and inode where it exists, else by its canonical path
- * (the real path of its directory, and its name).  Creates, opens and
+ * compared by device and inode where it exists (a regular file: two
+ * options may both name /dev/null), else by its canonical path (the real
+ * path of its directory, and its name).  Creates, opens and
  * changes no file.  Returns 0, or -1 after one message naming the options
  * and the file: "--joblog and --stats name the same file 'x'".
  */

@@ -307,6 +307,8 @@ static void test_distinct_files_accepted(void **state)
 	expect_accepted(&(struct sidefiles_paths){ .save = "a.res", .timeline = "d/a.res",
 						   .joblog = "+log", .stats = "log.res.csv",
 						   .resume = 1 });
+	/* A device is no file to clobber: both may discard into it. */
+	expect_accepted(&(struct sidefiles_paths){ .joblog = "/dev/null", .stats = "/dev/null" });
 	/* Names that only look alike. */
 	expect_accepted(&(struct sidefiles_paths){ .save = "x", .stats = "x.res" });
 	expect_accepted(&(struct sidefiles_paths){ .save = "log", .joblog = "log.res" });
