@@ -682,8 +682,8 @@ static int report_stop(const struct cli *cli, const struct batch *b)
 static int execute(const struct cli *cli, struct batch *b, struct sidefiles *files,
 		   const char *identity, long long journal_keep)
 {
-	/* In this order, a refused run leaves no output directory and no
-	 * earlier joblog destroyed. */
+	/* Checks first, then sidefiles_open()'s order: a refused run leaves
+	 * no output directory and no earlier joblog destroyed. */
 	if (check_reports(b, files) != 0 ||
 	    sidefiles_open(files, b, identity, journal_keep, make_outdir, b) != 0)
 		return EXIT_USAGE;
