@@ -3,7 +3,6 @@
  * serial executor, the plainest user of it.
  */
 #include "batch.h"
-#include "results.h"
 #include "signals.h"
 #include "task.h"
 #include "util.h"
@@ -36,8 +35,8 @@ int batch_init(struct batch *b)
 static void take_in_order(struct batch *b, size_t k, int failed,
 			  const void *bytes, size_t length)
 {
-	if (b->save) {
-		if (results_put(b->save, failed ? WIRE_FAILED : WIRE_RESULT, k, bytes, length) != 0)
+	if (b->save.put) {
+		if (b->save.put(b->save.ctx, failed ? WIRE_FAILED : WIRE_RESULT, k, bytes, length) != 0)
 			b->merge_failed = 1;
 	} else if (!failed && b->workload->merge(b->state, k, bytes, length) != 0) {
 		b->merge_failed = 1;
@@ -83,6 +82,29 @@ void batch_failed(struct batch *b, size_t k, const char *why)
 	b->workload->task_name(b->state, k, name, sizeof name);
 	warnx_("%s: task %zu (%s) failed: %s", b->workload->name, k, name, why);
 	drain_in_order(b);
+}
+
+int batch_take_saved(void *ctx, const struct wire_frame *f)
+{
+	const struct batch_loader *l = ctx;
+	char why[700];
+
+	if (f->task >= l->b->ntasks) {
+		warnx_("merge: '%s' holds task %llu, but this run has %zu tasks", l->path,
+		       (unsigned long long)f->task, l->b->ntasks);
+		return -1;
+	}
+	if (!batch_pending(l->b, (size_t)f->task)) {
+		warnx_("merge: task %llu in '%s' was already loaded from an earlier file",
+		       (unsigned long long)f->task, l->path);
+		return -1;
+	}
+	if (f->type == WIRE_RESULT)
+		return batch_result(l->b, (size_t)f->task, f->payload, f->length);
+	snprintf(why, sizeof why, "%.*s (saved in '%s')",
+		 (int)(f->length < 512 ? f->length : 512), (const char *)f->payload, l->path);
+	batch_failed(l->b, (size_t)f->task, why);
+	return 0;
 }
 
 int batch_pending(const struct batch *b, size_t k)
@@ -134,8 +156,8 @@ int batch_attempt_ok(struct batch *b, const struct attempt *a, const void *recor
 		     size_t length)
 {
 	record_attempt(b, a);
-	if (b->journal)
-		journal_put(b->journal, WIRE_RESULT, a->task, record, length);
+	if (b->journal.put)
+		b->journal.put(b->journal.ctx, WIRE_RESULT, a->task, record, length);
 	int rc = batch_result(b, a->task, record, length);
 	after_resolution(b);
 	return rc;
@@ -151,8 +173,8 @@ int batch_attempt_failed(struct batch *b, const struct attempt *a, const char *w
 		       a->task, name, b->attempts[a->task], why);
 		return 1;
 	}
-	if (b->journal)
-		journal_put(b->journal, WIRE_FAILED, a->task, why, strlen(why));
+	if (b->journal.put)
+		b->journal.put(b->journal.ctx, WIRE_FAILED, a->task, why, strlen(why));
 	batch_failed(b, a->task, why);
 	after_resolution(b);
 	return 0;

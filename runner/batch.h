@@ -12,12 +12,24 @@
 #include "joblog.h"
 #include "progress.h"
 #include "reorder.h"
+#include "wire.h"
 
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
-struct results_writer;
+/*
+ * Somewhere outcomes go as well as to the merge: the saved results
+ * (--save-results, in task order) and the results journal (--joblog, as
+ * each task is resolved) implement it.  put() writes one RESULT or FAILED
+ * frame for task `task` and returns 0, or -1 after a message naming its
+ * file.  The batch only calls it; whoever set it up owns ctx and closes
+ * it.  put == NULL: no such sink.
+ */
+struct outcome_sink {
+	int (*put)(void *ctx, enum wire_type type, size_t task, const void *bytes, size_t length);
+	void *ctx;
+};
 
 struct batch {
 	const struct cowrun_workload *workload;
@@ -26,9 +38,10 @@ struct batch {
 	const char *outdir;      /* where reports go */
 	const size_t *selected;  /* ascending task indices to run; NULL: all */
 	size_t nselected;
-	struct results_writer *save; /* set: save outcomes instead of merging */
+	/* The side files' handles are lent by sidefiles_open() and taken
+	 * back by sidefiles_close(): the batch writes, never closes them. */
+	struct outcome_sink save; /* set: save outcomes instead of merging */
 	FILE *timeline;          /* set: one CSV row per finished task */
-	FILE *stats;             /* set: --stats, one CSV row per worker */
 	uint64_t started_ns;     /* task phase start, timeline origin */
 	uint64_t ended_ns;       /* task phase end */
 	struct reorder reorder;
@@ -40,7 +53,7 @@ struct batch {
 	unsigned retries;        /* extra attempts a failed task gets */
 	unsigned *attempts;      /* per task: attempts made */
 	struct joblog *joblog;   /* set: a line per attempt */
-	struct results_writer *journal; /* set: every outcome appended */
+	struct outcome_sink journal; /* set: every outcome appended */
 	struct halt_policy halt;
 	enum halt_when halting;  /* HALT_SOON or HALT_NOW once --halt is met */
 	size_t done_at_stop;     /* tasks resolved when stopping began */
@@ -75,6 +88,20 @@ int batch_result(struct batch *b, size_t k, const void *record, size_t length);
  * in the merge order (a save keeps the message).  Ignored if k is already
  * resolved. */
 void batch_failed(struct batch *b, size_t k, const char *why);
+
+/*
+ * A saved task frame (--merge) into the batch: a RESULT as batch_result(),
+ * a FAILED as batch_failed() with "(saved in 'PATH')" added.  The shape of
+ * results_load()'s taker; ctx is a struct batch_loader naming the file.
+ * Refuses (-1 after a message) a task this run does not have, or one
+ * already resolved (loaded from an earlier file).
+ */
+struct batch_loader {
+	struct batch *b;
+	const char *path;
+};
+
+int batch_take_saved(void *ctx, const struct wire_frame *f);
 
 /* True while task k has neither succeeded nor failed. */
 int batch_pending(const struct batch *b, size_t k);

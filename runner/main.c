@@ -8,7 +8,6 @@
 #include "batch.h"
 #include "halt.h"
 #include "jobs.h"
-#include "joblog.h"
 #include "omprun.h"
 #include "options.h"
 #include "pool.h"
@@ -18,6 +17,7 @@
 #include "procstat.h"
 #include "selection.h"
 #include "setup_arena.h"
+#include "sidefiles.h"
 #include "signals.h"
 #include "task.h"
 #include "util.h"
@@ -372,11 +372,19 @@ static int bad_task_name(const char *name)
 	       strlen(name) >= COWRUN_NAME_MAX - 1;
 }
 
-/* Check every task name is a safe, distinct file name, so no two reports
- * overwrite each other.  Returns 0 or -1 after a message. */
-static int check_task_names(const struct batch *b)
+static void free_names(char **names, size_t n)
 {
-	char **names = calloc(b->ntasks, sizeof *names);
+	for (size_t k = 0; names && k < n; k++)
+		free(names[k]);
+	free(names);
+}
+
+/* Check every task name is a safe, distinct file name, so no two reports
+ * overwrite each other.  Returns the names, sorted (the caller frees them
+ * with free_names()), or NULL after a message. */
+static char **check_task_names(const struct batch *b)
+{
+	char **names = calloc(b->ntasks ? b->ntasks : 1, sizeof *names);
 	int rc = names ? 0 : -1;
 
 	for (size_t k = 0; rc == 0 && k < b->ntasks; k++) {
@@ -396,19 +404,48 @@ static int check_task_names(const struct batch *b)
 				rc = -1;
 			}
 	}
-	for (size_t k = 0; names && k < b->ntasks; k++)
-		free(names[k]);
-	free(names);
-	return rc;
+	if (rc == 0)
+		return names;
+	free_names(names, b->ntasks);
+	return NULL;
 }
 
-/* Everything between setup and the task phase that can refuse the run. */
-static int prepare_outputs(struct batch *b)
+/* The sorted task names, as sidefiles_check_reports() asks about them. */
+struct name_list {
+	char **names;
+	size_t n;
+};
+
+static int is_task_name(void *ctx, const char *name)
+{
+	const struct name_list *l = ctx;
+
+	return bsearch(&name, l->names, l->n, sizeof *l->names, compare_strings) != NULL;
+}
+
+/* Before anything is opened: every report has a name of its own, and no
+ * side file lies where a report goes.  Returns 0 or -1 after a message. */
+static int check_reports(const struct batch *b, const struct sidefiles *files)
 {
 	if (!(b->workload->flags & COWRUN_WRITES_REPORTS))
 		return 0;
-	if (check_task_names(b) != 0)
+	struct name_list l = { check_task_names(b), b->ntasks };
+	if (l.names == NULL)
 		return -1;
+	int rc = sidefiles_check_reports(files, b->outdir, is_task_name, &l);
+	free_names(l.names, l.n);
+	return rc;
+}
+
+/* The output directory, made and found writable: sidefiles_open()'s step
+ * between the files under temporary names and those written in place.
+ * `ctx` is the batch.  Returns 0 or -1 after a message. */
+static int make_outdir(void *ctx)
+{
+	const struct batch *b = ctx;
+
+	if (!(b->workload->flags & COWRUN_WRITES_REPORTS))
+		return 0;
 	if (make_dirs(b->outdir) != 0) {
 		warnx_("cannot create output directory '%s': %s", b->outdir, strerror(errno));
 		return -1;
@@ -443,11 +480,10 @@ static size_t choose_workers(const struct cli *cli, size_t ntasks)
 /* --stats and the --verbose memory line: how much of the setup the
  * workers shared, and how much each copied.  Returns 0 or -1 after a
  * message (the stats file could not be written). */
-static int report_worker_memory(const struct cli *cli, const struct batch *b,
+static int report_worker_memory(const struct cli *cli, struct sidefiles *files,
 				const struct pool_stats *st, size_t setup_bytes)
 {
 	uint64_t private_kb = 0, pss_kb = 0;
-	int rc = 0;
 
 	for (size_t i = 0; i < st->nper_worker; i++) {
 		private_kb += st->per_worker[i].private_dirty_kb;
@@ -462,20 +498,11 @@ static int report_worker_memory(const struct cli *cli, const struct batch *b,
 		       (double)pss_kb / (double)st->nper_worker / 1024.0,
 		       st->forks ? st->fork_ns_total / 1e6 / (double)st->forks : 0.0);
 	}
-	if (b->stats == NULL)
-		return 0;
-	procstat_write_header(b->stats);
-	for (size_t i = 0; i < st->nper_worker; i++)
-		procstat_write_row(b->stats, &st->per_worker[i]);
-	if (fflush(b->stats) != 0) {
-		warnx_("--stats: cannot write '%s': %s", cli->stats_path, strerror(errno));
-		rc = -1;
-	}
-	return rc;
+	return sidefiles_write_stats(files, st->per_worker, st->nper_worker);
 }
 
 /* Run the task phase in the chosen mode.  Returns 0 or -1 (runner error). */
-static int run_tasks(const struct cli *cli, struct batch *b)
+static int run_tasks(const struct cli *cli, struct batch *b, struct sidefiles *files)
 {
 	struct pool_stats stats;
 	size_t count = batch_count(b);
@@ -503,7 +530,7 @@ static int run_tasks(const struct cli *cli, struct batch *b)
 		       stats.workers, cpu_count(), stats.forks,
 		       stats.forks ? stats.fork_ns_total / 1e6 / (double)stats.forks : 0.0,
 		       stats.fork_ns_max / 1e6, stats.worker_deaths, stats.threads_at_fork);
-	if (report_worker_memory(cli, b, &stats, setup_bytes) != 0 && rc == 0)
+	if (report_worker_memory(cli, files, &stats, setup_bytes) != 0 && rc == 0)
 		rc = -1;
 	free(stats.per_worker);
 	return rc;
@@ -526,6 +553,14 @@ static int select_results_files(const struct dirent *d)
 	return d->d_name[0] != '.' && has_suffix(d->d_name, ".res");
 }
 
+/* One saved-results file into the batch.  Returns 0 or -1 after a message. */
+static int load_saved(struct batch *b, const char *path, const char *identity)
+{
+	struct batch_loader loader = { b, path };
+
+	return results_load(path, identity, batch_take_saved, &loader);
+}
+
 /* Load every *.res file of a directory, in name order. */
 static int load_directory(struct batch *b, const char *dir, const char *identity)
 {
@@ -544,7 +579,7 @@ static int load_directory(struct batch *b, const char *dir, const char *identity
 	for (int i = 0; i < n; i++) {
 		char path[PATH_MAX];
 		snprintf(path, sizeof path, "%s/%s", dir, names[i]->d_name);
-		if (rc == 0 && results_load(b, path, identity) != 0)
+		if (rc == 0 && load_saved(b, path, identity) != 0)
 			rc = -1;
 		free(names[i]);
 	}
@@ -581,7 +616,7 @@ static int merge_saved(const struct cli *cli, struct batch *b, const char *ident
 		const char *path = cli->merge_paths[i];
 		int rc = stat(path, &st) == 0 && S_ISDIR(st.st_mode)
 			? load_directory(b, path, identity)
-			: results_load(b, path, identity);
+			: load_saved(b, path, identity);
 		if (rc != 0)
 			return -1;
 	}
@@ -617,141 +652,6 @@ static int exit_status(const struct batch *b, int runner_failed)
 	return (int)b->failed;
 }
 
-/* A file cowrun is to write must not be a directory: found now, before
- * the night's work, not at the final rename. */
-static int refuse_directory(const char *option, const char *path)
-{
-	struct stat st;
-
-	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
-		warnx_("%s: '%s' is a directory", option, path);
-		return -1;
-	}
-	return 0;
-}
-
-/* --timeline goes to a temporary file renamed at the end, like every file
- * cowrun writes. */
-struct timeline_file {
-	FILE *f;
-	char temp[PATH_MAX];
-};
-
-static int timeline_open(struct timeline_file *t, const char *path)
-{
-	if (refuse_directory("--timeline", path) != 0)
-		return -1;
-	snprintf(t->temp, sizeof t->temp, "%s.%ld.tmp", path, (long)getpid());
-	t->f = fopen(t->temp, "we");
-	if (t->f == NULL) {
-		warnx_("cannot create '%s': %s", t->temp, strerror(errno));
-		return -1;
-	}
-	fprintf(t->f, "task,name,worker,pid,start_s,end_s,status\n");
-	return 0;
-}
-
-static int timeline_close(struct timeline_file *t, const char *path, int keep)
-{
-	int rc = 0;
-
-	if (t->f == NULL)
-		return 0;
-	if (fclose(t->f) != 0 || (keep && rename(t->temp, path) != 0)) {
-		warnx_("cannot write '%s': %s", path, strerror(errno));
-		rc = -1;
-	}
-	if (!keep || rc != 0)
-		unlink(t->temp);
-	t->f = NULL;
-	return rc;
-}
-
-/* What the task phase writes besides reports: opened before any task
- * runs (a failure there refuses the run), closed after. */
-struct side_files {
-	struct results_writer save, journal;
-	struct joblog joblog;
-	struct timeline_file timeline;
-};
-
-/* The side files that write under temporary names first: nothing of an
- * earlier run is touched if the run is then refused. */
-static int open_temporary_files(const struct cli *cli, struct batch *b, const char *identity,
-				struct side_files *f)
-{
-	memset(f, 0, sizeof *f);
-	f->save.fd = f->journal.fd = -1;
-	if (cli->save_path) {
-		if (refuse_directory("--save-results", cli->save_path) != 0 ||
-		    results_create(&f->save, cli->save_path, identity) != 0)
-			return -1;
-		b->save = &f->save;
-	}
-	if (cli->timeline_path) {
-		if (timeline_open(&f->timeline, cli->timeline_path) != 0)
-			return -1;
-		b->timeline = f->timeline.f;
-	}
-	return cli->stats_path ? refuse_directory("--stats", cli->stats_path) : 0;
-}
-
-/* The side files written in place (a fresh joblog replaces the old one):
- * opened last, once everything else has been accepted. */
-static int open_final_files(const struct cli *cli, struct batch *b, const char *identity,
-			    long long journal_keep, struct side_files *f)
-{
-	char path[PATH_MAX], log[PATH_MAX];
-
-	if (cli->stats_path && (b->stats = fopen(cli->stats_path, "we")) == NULL) {
-		warnx_("--stats: cannot create '%s': %s", cli->stats_path, strerror(errno));
-		return -1;
-	}
-	if (cli->joblog_path == NULL)
-		return 0;
-	/* --resume appends to the joblog, as GNU Parallel does. */
-	snprintf(log, sizeof log, "%s%s", cli->resume && cli->joblog_path[0] != '+' ? "+" : "",
-		 cli->joblog_path);
-	if (joblog_open(&f->joblog, log) != 0)
-		return -1;
-	b->joblog = &f->joblog;
-	resume_journal_path(cli->joblog_path, path, sizeof path);
-	if (journal_open(&f->journal, path, identity, journal_keep) != 0)
-		return -1;
-	b->journal = &f->journal;
-	return 0;
-}
-
-/* Close them all; the saved results are committed only for a complete run.
- * Returns 0 or -1 after a message. */
-static int close_side_files(const struct cli *cli, struct batch *b, struct side_files *f,
-			    int complete)
-{
-	int rc = 0;
-
-	b->timeline = NULL;
-	/* A timeline of a run that never started is no timeline. */
-	if (timeline_close(&f->timeline, cli->timeline_path, b->started_ns != 0) != 0)
-		rc = -1;
-	if (b->joblog && joblog_close(&f->joblog) != 0)
-		rc = -1;
-	if (b->journal && journal_close(&f->journal) != 0)
-		rc = -1;
-	if (b->save && complete && !b->merge_failed)
-		rc |= results_commit(&f->save);
-	else if (f->save.fd >= 0)
-		results_abort(&f->save);
-	if (b->stats && fclose(b->stats) != 0) {
-		warnx_("--stats: cannot write '%s': %s", cli->stats_path, strerror(errno));
-		rc = -1;
-	}
-	b->stats = NULL;
-	b->joblog = NULL;
-	b->journal = NULL;
-	b->save = NULL;
-	return rc;
-}
-
 /* A stopped run: say what was done and what was not. */
 static int report_stop(const struct cli *cli, const struct batch *b)
 {
@@ -773,25 +673,21 @@ static int report_stop(const struct cli *cli, const struct batch *b)
 }
 
 /* The task phase, with its side files.  Returns the exit status. */
-static int execute(const struct cli *cli, struct batch *b, const char *identity,
-		   long long journal_keep)
+static int execute(const struct cli *cli, struct batch *b, struct sidefiles *files,
+		   const char *identity, long long journal_keep)
 {
-	struct side_files files;
-
-	/* In this order, a refused run leaves no output directory and no
-	 * earlier joblog destroyed. */
-	if (open_temporary_files(cli, b, identity, &files) != 0 || prepare_outputs(b) != 0 ||
-	    open_final_files(cli, b, identity, journal_keep, &files) != 0) {
-		close_side_files(cli, b, &files, 0);
+	/* Checks first, then sidefiles_open()'s order: a refused run leaves
+	 * no output directory and no earlier joblog destroyed. */
+	if (check_reports(b, files) != 0 ||
+	    sidefiles_open(files, b, identity, journal_keep, make_outdir, b) != 0)
 		return EXIT_USAGE;
-	}
 	progress_init(&b->progress, cli->bar, batch_count(b));
 	b->started_ns = now_ns();
-	int failed = run_tasks(cli, b) != 0;
+	int failed = run_tasks(cli, b, files) != 0;
 	b->ended_ns = now_ns();
 	progress_finish(&b->progress, b->succeeded + b->failed, b->failed);
 	int complete = !failed && !b->stopped;
-	if (close_side_files(cli, b, &files, complete) != 0)
+	if (sidefiles_close(files, b, complete) != 0)
 		failed = 1;
 	if (failed)
 		return EXIT_RUNNER_ERROR;
@@ -826,7 +722,7 @@ static int choose_tasks(const struct cli *cli, struct batch *b, const struct res
 }
 
 /* Everything after setup.  Returns the exit status. */
-static int run_batch(const struct cli *cli, struct batch *b)
+static int run_batch(const struct cli *cli, struct batch *b, struct sidefiles *files)
 {
 	char *identity = results_identity(b->workload->name, cli->wargc, cli->wargv, b->ntasks);
 	struct resume_state resume = { 0 };
@@ -850,7 +746,7 @@ static int run_batch(const struct cli *cli, struct batch *b)
 		rc = merge_saved(cli, b, identity) != 0 ? EXIT_USAGE
 							: exit_status(b, finish_batch(b) != 0);
 	else
-		rc = execute(cli, b, identity, resume.journal_found ? resume.keep : 0);
+		rc = execute(cli, b, files, identity, resume.journal_found ? resume.keep : 0);
 out:
 	resume_free(&resume);
 	free(selected);
@@ -858,10 +754,27 @@ out:
 	return rc;
 }
 
+/* The side files the command line names, checked now: a collision is
+ * found before the setup, not after it.  Returns 0 or -1 after a message. */
+static int check_side_files(const struct cli *cli, struct sidefiles *files)
+{
+	const struct sidefiles_paths paths = {
+		.save = cli->save_path,
+		.timeline = cli->timeline_path,
+		.joblog = cli->joblog_path,
+		.stats = cli->stats_path,
+		.resume = cli->resume != 0,
+	};
+
+	sidefiles_init(files, &paths);
+	return sidefiles_check(files);
+}
+
 int main(int argc, char **argv)
 {
 	struct cli cli;
 	struct batch b = { 0 };
+	struct sidefiles files;
 	int rc = parse_cli(argc, argv, &cli);
 
 	if (rc != 0)
@@ -878,6 +791,8 @@ int main(int argc, char **argv)
 		options_print_help(cli.workload, stdout);
 		return 0;
 	}
+	if (check_side_files(&cli, &files) != 0)
+		return EXIT_USAGE;
 	if (setup_arena_init(!cli.no_huge_pages) != 0)
 		return EXIT_USAGE;
 	uint64_t t0 = now_ns();
@@ -897,7 +812,7 @@ int main(int argc, char **argv)
 		warnx_("%s%s", arena_describe(setup_arena(), arena_line, sizeof arena_line),
 		       cli.no_freeze ? ", writable" : ", frozen");
 	}
-	rc = run_batch(&cli, &b);
+	rc = run_batch(&cli, &b, &files);
 	if (cli.verbose && b.ended_ns)
 		warnx_("%s: tasks %.3f s, merge and summary %.3f s, total %.3f s", b.workload->name,
 		       (b.ended_ns - b.started_ns) / 1e9, (now_ns() - b.ended_ns) / 1e9,

@@ -171,95 +171,112 @@ static int open_frames(const char *context, const char *what, const char *path,
 	return fd;
 }
 
-/* Hand one task frame to the batch.  Returns 0 or -1 after a message. */
-static int load_task_frame(struct batch *b, const char *path, const struct wire_frame *f)
-{
-	char why[700];
+/* How reading a file of frames ended. */
+enum read_end { READ_EOF, READ_STOPPED, READ_CORRUPT, READ_ERROR };
 
-	if (f->task >= b->ntasks) {
-		warnx_("merge: '%s' holds task %llu, but this run has %zu tasks", path,
-		       (unsigned long long)f->task, b->ntasks);
-		return -1;
+/* The reader both loaders share: every complete frame of fd, in order, to
+ * each(), until the end of the file (READ_EOF), each() refusing a frame
+ * (READ_STOPPED), a corrupt frame (READ_CORRUPT) or a read error
+ * (READ_ERROR, errno kept). */
+static enum read_end read_frames(int fd, struct wire_reader *r,
+				 int (*each)(void *ctx, const struct wire_frame *f), void *ctx)
+{
+	struct wire_frame f;
+	long n;
+
+	while ((n = wire_reader_fill(r, fd)) > 0) {
+		int got;
+		while ((got = wire_reader_next(r, &f)) == 1)
+			if (each(ctx, &f) != 0)
+				return READ_STOPPED;
+		if (got < 0)
+			return READ_CORRUPT;
 	}
-	if (!batch_pending(b, (size_t)f->task)) {
-		warnx_("merge: task %llu in '%s' was already loaded from an earlier file",
-		       (unsigned long long)f->task, path);
-		return -1;
-	}
-	if (f->type == WIRE_RESULT)
-		return batch_result(b, (size_t)f->task, f->payload, f->length);
-	snprintf(why, sizeof why, "%.*s (saved in '%s')",
-		 (int)(f->length < 512 ? f->length : 512), (const char *)f->payload, path);
-	batch_failed(b, (size_t)f->task, why);
-	return 0;
+	return n < 0 ? READ_ERROR : READ_EOF;
 }
 
-/* The frames of one file, in order.  *ended is set once END is read. */
-static int load_frame(struct batch *b, const char *path, const char *identity,
-		      const struct wire_frame *f, uint64_t *frames, int *ended)
+/* A saved-results file being read: where it is in its frames. */
+struct saved_file {
+	const char *path, *identity;
+	uint64_t frames;         /* identity and task frames so far */
+	int ended;               /* END was read */
+	results_take_fn *take;
+	void *ctx;
+};
+
+/* The frames of one file, in order: identity, tasks, END. */
+static int load_frame(void *ctx, const struct wire_frame *f)
 {
-	if (*ended) {
-		warnx_("merge: '%s' has data after its end marker", path);
+	struct saved_file *s = ctx;
+
+	if (s->ended) {
+		warnx_("merge: '%s' has data after its end marker", s->path);
 		return -1;
 	}
-	if (*frames == 0 && f->type != WIRE_IDENTITY)
-		return check_identity("merge", path, f, identity);
+	if (s->frames == 0 && f->type != WIRE_IDENTITY)
+		return check_identity("merge", s->path, f, s->identity);
 	switch (f->type) {
 	case WIRE_IDENTITY:
-		if (*frames > 0) {
-			warnx_("merge: '%s' has a second identity frame", path);
+		if (s->frames > 0) {
+			warnx_("merge: '%s' has a second identity frame", s->path);
 			return -1;
 		}
-		(*frames)++;
-		return check_identity("merge", path, f, identity);
+		s->frames++;
+		return check_identity("merge", s->path, f, s->identity);
 	case WIRE_END:
-		if (f->task != *frames - 1) {
-			warnx_("merge: '%s' ends after %llu tasks but says %llu", path,
-			       (unsigned long long)(*frames - 1), (unsigned long long)f->task);
+		if (f->task != s->frames - 1) {
+			warnx_("merge: '%s' ends after %llu tasks but says %llu", s->path,
+			       (unsigned long long)(s->frames - 1), (unsigned long long)f->task);
 			return -1;
 		}
-		*ended = 1;
+		s->ended = 1;
 		return 0;
 	case WIRE_RESULT:
 	case WIRE_FAILED:
-		(*frames)++;
-		return load_task_frame(b, path, f);
+		s->frames++;
+		return s->take(s->ctx, f);
 	default:
-		warnx_("merge: '%s' holds an unexpected frame", path);
+		warnx_("merge: '%s' holds an unexpected frame", s->path);
 		return -1;
 	}
 }
 
-int results_load(struct batch *b, const char *path, const char *identity)
+/* The whole file was read: was it whole?  Returns 0 or -1 after a message. */
+static int check_complete(const struct saved_file *s, const struct wire_reader *r)
+{
+	if (s->frames == 0) {
+		warnx_(wire_reader_pending(r) ? "merge: '%s' is truncated or not a cowrun results file"
+					      : "merge: '%s' is empty", s->path);
+		return -1;
+	}
+	if (!s->ended || wire_reader_pending(r) > 0) {
+		warnx_("merge: '%s' is truncated (no end marker)", s->path);
+		return -1;
+	}
+	return 0;
+}
+
+int results_load(const char *path, const char *identity, results_take_fn *take, void *ctx)
 {
 	struct wire_reader r;
-	struct wire_frame f;
-	uint64_t frames = 0;
-	int ended = 0, rc = -1, got;
-	long n;
-	int fd = open_frames("merge", "", path, &r);
+	struct saved_file s = { path, identity, 0, 0, take, ctx };
+	int rc = -1, fd = open_frames("merge", "", path, &r);
 
 	if (fd < 0)
 		return -1;
-	while ((n = wire_reader_fill(&r, fd)) > 0) {
-		while ((got = wire_reader_next(&r, &f)) == 1)
-			if (load_frame(b, path, identity, &f, &frames, &ended) != 0)
-				goto out;
-		if (got < 0) {
-			warnx_("merge: '%s' is corrupt or not a cowrun results file", path);
-			goto out;
-		}
-	}
-	if (n < 0)
+	switch (read_frames(fd, &r, load_frame, &s)) {
+	case READ_STOPPED:
+		break;
+	case READ_CORRUPT:
+		warnx_("merge: '%s' is corrupt or not a cowrun results file", path);
+		break;
+	case READ_ERROR:
 		warnx_("merge: cannot read '%s': %s", path, strerror(errno));
-	else if (frames == 0)
-		warnx_(wire_reader_pending(&r) ? "merge: '%s' is truncated or not a cowrun results file"
-					       : "merge: '%s' is empty", path);
-	else if (!ended || wire_reader_pending(&r) > 0)
-		warnx_("merge: '%s' is truncated (no end marker)", path);
-	else
-		rc = 0;
-out:
+		break;
+	case READ_EOF:
+		rc = check_complete(&s, &r);
+		break;
+	}
 	wire_reader_free(&r);
 	close(fd);
 	return rc;
@@ -330,33 +347,45 @@ int journal_close(struct results_writer *w)
 	return rc;
 }
 
-int journal_load(const char *path, const char *identity,
-		 void (*take)(void *ctx, const struct wire_frame *f), void *ctx,
+/* A journal being read: how much of it is complete frames so far. */
+struct journal_file {
+	const char *path, *identity;
+	long long consumed;
+	results_take_fn *take;
+	void *ctx;
+};
+
+/* The identity frame, then every task frame to the taker. */
+static int journal_frame(void *ctx, const struct wire_frame *f)
+{
+	struct journal_file *j = ctx;
+
+	if (j->consumed == 0 && check_identity("--resume", j->path, f, j->identity) != 0)
+		return -1;
+	if (j->consumed > 0 && (f->type == WIRE_RESULT || f->type == WIRE_FAILED) &&
+	    j->take(j->ctx, f) != 0)
+		return -1;
+	j->consumed += (long long)(sizeof(struct wire_header) + f->length);
+	return 0;
+}
+
+int journal_load(const char *path, const char *identity, results_take_fn *take, void *ctx,
 		 long long *keep)
 {
 	struct wire_reader r;
-	struct wire_frame f;
-	long long consumed = 0;
-	int rc = -1, got = 0, fd = open_frames("--resume", "results journal ", path, &r);
-	long n;
+	struct journal_file j = { path, identity, 0, take, ctx };
+	int rc = -1, fd = open_frames("--resume", "results journal ", path, &r);
 
 	if (fd < 0)
 		return -1;
-	while (got >= 0 && (n = wire_reader_fill(&r, fd)) > 0) {
-		while ((got = wire_reader_next(&r, &f)) == 1) {
-			if (consumed == 0 && check_identity("--resume", path, &f, identity) != 0)
-				goto out;
-			if (consumed > 0 && (f.type == WIRE_RESULT || f.type == WIRE_FAILED))
-				take(ctx, &f);
-			consumed += (long long)(sizeof(struct wire_header) + f.length);
-		}
-	}
 	/* A torn or garbled tail (the parent died mid-write) is dropped. */
-	if (consumed == 0)
+	if (read_frames(fd, &r, journal_frame, &j) == READ_STOPPED)
+		goto out;
+	if (j.consumed == 0)
 		warnx_("--resume: '%s' is not a cowrun results journal", path);
 	else
 		rc = 0;
-	*keep = consumed;
+	*keep = j.consumed;
 out:
 	wire_reader_free(&r);
 	close(fd);

@@ -11,11 +11,18 @@
 #ifndef COWRUN_RESULTS_H
 #define COWRUN_RESULTS_H
 
-#include "batch.h"
 #include "wire.h"
 
 #include <limits.h>
 #include <stddef.h>
+
+/*
+ * What a reader hands every task frame (RESULT or FAILED) to, in file
+ * order: both results_load() and journal_load() take one.  The frame's
+ * payload is valid only during the call.  Returns 0 to read on, or -1 to
+ * stop (after its own message): the load then fails.
+ */
+typedef int results_take_fn(void *ctx, const struct wire_frame *f);
 
 /* The identity text of a run: workload, its arguments, task count.  A
  * merge refuses files whose identity differs.  Returns a malloc'd string
@@ -46,13 +53,13 @@ int results_commit(struct results_writer *w);
 void results_abort(struct results_writer *w);
 
 /*
- * Read saved-results file `path` into the batch: every RESULT becomes a
- * batch_result(), every FAILED a batch_failed().  Refuses (-1 after a
- * one-line message naming the file) a file that is not a results file, is
- * truncated, comes from another identity, or holds a task already loaded
- * from an earlier file.
+ * Read saved-results file `path`, handing every task frame to `take` (for
+ * --merge, batch_take_saved(), which also refuses a task this run lacks or
+ * already has).  Refuses (-1 after a one-line message naming the file) a
+ * file that is not a results file, is truncated or comes from another
+ * identity, and fails when `take` does.
  */
-int results_load(struct batch *b, const char *path, const char *identity);
+int results_load(const char *path, const char *identity, results_take_fn *take, void *ctx);
 
 /*
  * The results journal that goes with a --joblog (JOBLOG.res): an IDENTITY
@@ -80,10 +87,9 @@ int journal_close(struct results_writer *w);
  * Read journal `path`: check its identity, then call `take` for every
  * complete task frame in file order.  Sets *keep to the length of the
  * complete part.  Returns 0, or -1 after a message naming the file (missing,
- * foreign, unreadable).
+ * foreign, unreadable) or when `take` fails.
  */
-int journal_load(const char *path, const char *identity,
-		 void (*take)(void *ctx, const struct wire_frame *f), void *ctx,
+int journal_load(const char *path, const char *identity, results_take_fn *take, void *ctx,
 		 long long *keep);
 
 #endif

@@ -18,21 +18,22 @@ char *resume_journal_path(const char *joblog, char *buf, size_t size)
 }
 
 /* journal_load's callback: keep the latest outcome of each task. */
-static void take_outcome(void *ctx, const struct wire_frame *f)
+static int take_outcome(void *ctx, const struct wire_frame *f)
 {
 	struct resume_state *r = ctx;
 	size_t k = (size_t)f->task;
 
 	if (f->task >= r->ntasks)
-		return;
+		return 0;
 	void *copy = malloc(f->length ? f->length : 1);
 	if (copy == NULL)
-		return; /* the task simply runs again */
+		return 0; /* the task simply runs again */
 	memcpy(copy, f->payload, f->length);
 	free(r->bytes[k]);
 	r->bytes[k] = copy;
 	r->length[k] = f->length;
 	r->outcome[k] = (unsigned char)f->type;
+	return 0;
 }
 
 int resume_load(struct resume_state *r, const char *joblog, const char *workload,

@@ -213,6 +213,53 @@ csv() {
 	refused 255 "cowrun: --timeline: 'sr' is a directory" -o rep --timeline sr selftest --tasks 3
 }
 
+@test "hostile: two side-file options naming one file: refused before the setup, the file untouched" {
+	printf 'old\tstats\n' >x
+	cp x "$BATS_TEST_TMPDIR/x.orig"
+	# -v: had the setup run, it would have said so on a second line.
+	refused 255 "cowrun: --joblog and --stats name the same file 'x'" \
+		-v -o rep --joblog x --stats x selftest --tasks 3 --report-bytes 10
+	cmp x "$BATS_TEST_TMPDIR/x.orig"
+	refused 255 "cowrun: --joblog 'x' and --stats './x' name the same file" \
+		-o rep --joblog x --stats ./x selftest --tasks 3 --report-bytes 10
+	ln -s x lx
+	refused 255 "cowrun: --timeline 'lx' and --stats 'x' name the same file" \
+		-o rep --timeline lx --stats x selftest --tasks 3 --report-bytes 10
+	cmp x "$BATS_TEST_TMPDIR/x.orig"
+	# A file not there yet, spelled two ways: still not created.
+	mkdir sub
+	refused 255 "cowrun: --save-results 'n.res' and --timeline 'sub/../n.res' name the same file" \
+		-o rep --save-results n.res --timeline sub/../n.res selftest --tasks 3 --report-bytes 10
+}
+
+@test "hostile: --save-results naming --joblog's journal is refused; joblog and journal untouched" {
+	"$COWRUN" -o rep --joblog j selftest --tasks 3 --fail 1 >/dev/null 2>&1 || true
+	rm -rf rep
+	cp j "$BATS_TEST_TMPDIR/j.orig"
+	cp j.res "$BATS_TEST_TMPDIR/j.res.orig"
+	refused 255 "cowrun: --save-results and --joblog's journal name the same file 'j.res'" \
+		-o rep --save-results j.res --joblog j selftest --tasks 3
+	refused 255 "cowrun: --save-results and --joblog's journal name the same file 'j.res'" \
+		-o rep --save-results j.res --joblog +j --resume-failed selftest --tasks 3
+	cmp j "$BATS_TEST_TMPDIR/j.orig"
+	cmp j.res "$BATS_TEST_TMPDIR/j.res.orig"
+}
+
+@test "hostile: --joblog or --stats naming a directory, or where a report goes: refused before any task" {
+	mkdir d
+	refused 255 "cowrun: --joblog: 'd' is a directory" -o rep --joblog d selftest --tasks 3
+	refused 255 "cowrun: --stats: 'd' is a directory" -o rep --stats d selftest --tasks 3
+	mkdir e.res
+	refused 255 "cowrun: --joblog's journal: 'e.res' is a directory" -o rep --joblog +e selftest --tasks 3
+	refused 255 "cowrun: --stats: 'rep/task-000001' is the report file of task 'task-000001' in output directory 'rep'" \
+		-o rep --stats rep/task-000001 selftest --tasks 3 --report-bytes 10
+	mkdir rep
+	echo old >rep/task-000002
+	refused 255 "cowrun: --joblog: './rep/task-000002' is the report file of task 'task-000002' in output directory 'rep/'" \
+		-o rep/ --joblog ./rep/task-000002 selftest --tasks 3 --report-bytes 10
+	[ "$(cat rep/task-000002)" = old ]
+}
+
 @test "hostile: a run refused at any stage leaves no results file, timeline or report" {
 	side=(-o rep --save-results x.res --timeline t.csv)
 	refused 255 "cowrun: -j: bad value 'x': *" "${side[@]}" -j x selftest --tasks 3 --report-bytes 10

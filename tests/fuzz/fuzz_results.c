@@ -1,7 +1,8 @@
 /*
  * fuzz_results.c - libFuzzer harness for reading saved results
- * (runner/results.c): results_load(), as --merge does, and journal_load(),
- * as --resume does, on a file holding the fuzz input.
+ * (runner/results.c): results_load() into a batch (batch_take_saved), as
+ * --merge does, and journal_load(), as --resume does, on a file holding
+ * the fuzz input.
  *
  * The file is a memfd opened by its /proc/self/fd path.  The run's identity
  * is that of `cowrun selftest --tasks 4`, so files saved by real runs make
@@ -87,7 +88,7 @@ struct journal_check {
 
 static volatile unsigned char sink;
 
-static void take(void *ctx, const struct wire_frame *f)
+static int take(void *ctx, const struct wire_frame *f)
 {
 	struct journal_check *c = ctx;
 	unsigned char sum = 0;
@@ -100,6 +101,7 @@ static void take(void *ctx, const struct wire_frame *f)
 		sum += f->payload[i]; /* every byte readable */
 	sink = sum;
 	c->frames++;
+	return 0;
 }
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
@@ -123,17 +125,18 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 static void load_twice(const char *path)
 {
 	struct batch b = { 0 };
+	struct batch_loader loader = { &b, path };
 
 	b.workload = &fake;
 	b.ntasks = NTASKS;
 	b.outdir = "/nonexistent";
 	if (batch_init(&b) != 0)
 		abort();
-	if (results_load(&b, path, identity) == 0) {
+	if (results_load(path, identity, batch_take_saved, &loader) == 0) {
 		size_t pending = 0;
 		for (size_t k = 0; k < NTASKS; k++)
 			pending += batch_pending(&b, k) != 0;
-		if (results_load(&b, path, identity) == 0 && pending < NTASKS)
+		if (results_load(path, identity, batch_take_saved, &loader) == 0 && pending < NTASKS)
 			abort(); /* the same tasks loaded twice */
 	}
 	batch_free(&b);
