@@ -31,12 +31,14 @@ setup_file() {
 		sed -n "${i}p" "$SSHD_DIR/sshloginfile" >"$SSHD_DIR/h$i"
 	done
 	cat "$SSHD_DIR/h1" "$SSHD_DIR/h2" >"$SSHD_DIR/two"
-	# Host 3's cowrun answers the check, then dies in the shard.
+	# Host 3's cowrun answers the check (--version, WORKLOAD --help), then
+	# dies in the shard.
 	ln -s "$ROOT/bin/cowrun" "$SSHD_DIR/host1/bin/cowrun"
 	ln -s "$ROOT/bin/cowrun" "$SSHD_DIR/host2/bin/cowrun"
 	cat >"$SSHD_DIR/host3/bin/cowrun" <<-EOF
 	#!/bin/sh
 	[ "\$1" = --version ] && exec "$ROOT/bin/cowrun" --version
+	[ "\$2" = --help ] && exec "$ROOT/bin/cowrun" "\$@"
 	kill -KILL \$\$
 	EOF
 	chmod +x "$SSHD_DIR/host3/bin/cowrun"
