@@ -19,10 +19,12 @@
 #define SIDEFILES_MAX 5          /* save, timeline, joblog, journal, stats */
 #define LINK_DEPTH_MAX 40        /* symbolic links followed, as the kernel's */
 
-/* One side file as the checks see it: the option that named it. */
+/* One side file as the checks see it: the option that named it, and
+ * whether it is written under a temporary name and renamed over `path`. */
 struct side_entry {
 	const char *option;
 	const char *path;
+	int renamed;
 };
 
 /* What a side file is on disk: an existing file by its device and inode,
@@ -51,15 +53,15 @@ static size_t list_entries(const struct sidefiles *s, struct side_entry e[SIDEFI
 	size_t n = 0;
 
 	if (s->paths.save)
-		e[n++] = (struct side_entry){ "--save-results", s->paths.save };
+		e[n++] = (struct side_entry){ "--save-results", s->paths.save, 1 };
 	if (s->paths.timeline)
-		e[n++] = (struct side_entry){ "--timeline", s->paths.timeline };
+		e[n++] = (struct side_entry){ "--timeline", s->paths.timeline, 1 };
 	if (joblog) {
-		e[n++] = (struct side_entry){ "--joblog", joblog[0] == '+' ? joblog + 1 : joblog };
-		e[n++] = (struct side_entry){ "--joblog's journal", s->journal_path };
+		e[n++] = (struct side_entry){ "--joblog", joblog[0] == '+' ? joblog + 1 : joblog, 0 };
+		e[n++] = (struct side_entry){ "--joblog's journal", s->journal_path, 0 };
 	}
 	if (s->paths.stats)
-		e[n++] = (struct side_entry){ "--stats", s->paths.stats };
+		e[n++] = (struct side_entry){ "--stats", s->paths.stats, 0 };
 	return n;
 }
 
@@ -147,8 +149,10 @@ static void canonical_path(const char *path, char *out, size_t size, int depth)
 	join_name(out, size, parent, base, strcspn(base, "/"));
 }
 
-/* Identify one side file; a directory is refused.  Returns 0 or -1 after
- * a message. */
+/* Identify one side file; a directory is refused, and so is a device, a
+ * pipe or a socket where the file is renamed into place: the rename would
+ * replace it (as root, /dev/null itself).  Returns 0 or -1 after a
+ * message. */
 static int identify(const struct side_entry *e, struct file_id *id)
 {
 	struct stat st;
@@ -164,6 +168,10 @@ static int identify(const struct side_entry *e, struct file_id *id)
 	}
 	id->exists = 1;
 	id->regular = S_ISREG(st.st_mode);
+	if (e->renamed && !id->regular) {
+		warnx_("%s: '%s' is not a regular file: it would be replaced", e->option, e->path);
+		return -1;
+	}
 	id->dev = st.st_dev;
 	id->ino = st.st_ino;
 	return 0;

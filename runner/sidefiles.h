@@ -60,7 +60,9 @@ struct sidefiles {
 void sidefiles_init(struct sidefiles *s, const struct sidefiles_paths *paths);
 
 /*
- * Check every side file before any is opened: none is a directory, and no
+ * Check every side file before any is opened: none is a directory, none
+ * that is renamed into place (--save-results, --timeline) is a device, a
+ * pipe or a socket, and no
  * two options (the journal JOBLOG.res counted as one) name the same file:
  * compared by device and inode where it exists (a regular file: two
  * options may both name /dev/null), else by its canonical path (the real

@@ -211,6 +211,14 @@ csv() {
 	mkdir sr
 	refused 255 "cowrun: --save-results: 'sr' is a directory" -o rep --save-results sr selftest --tasks 3
 	refused 255 "cowrun: --timeline: 'sr' is a directory" -o rep --timeline sr selftest --tasks 3
+	# Renamed into place, it would replace a pipe or a device (as root,
+	# /dev/null itself): a FIFO stands in for the device.
+	mkfifo fifo
+	refused 255 "cowrun: --save-results: 'fifo' is not a regular file: it would be replaced" \
+		-o rep --save-results fifo selftest --tasks 3
+	refused 255 "cowrun: --timeline: 'fifo' is not a regular file: it would be replaced" \
+		-o rep --timeline fifo selftest --tasks 3
+	[ -p fifo ]
 }
 
 @test "hostile: two side-file options naming one file: refused before the setup, the file untouched" {
