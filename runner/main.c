@@ -8,6 +8,8 @@
 #include "batch.h"
 #include "halt.h"
 #include "jobs.h"
+#include "merge.h"
+#include "outdir.h"
 #include "omprun.h"
 #include "options.h"
 #include "pool.h"
@@ -22,15 +24,11 @@
 #include "task.h"
 #include "util.h"
 
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #define COWRUN_VERSION "0.2.0"
 #define MAX_MERGE_FILES 4096
@@ -359,111 +357,6 @@ static int parse_cli(int argc, char **argv, struct cli *cli)
 	cli->wargv = argv + optind;
 	return check_combinations(cli);
 }
-static int compare_strings(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* A name is used as a file name in OUTDIR: no '/', not hidden (temporary
- * files start with '.'), not empty. */
-static int bad_task_name(const char *name)
-{
-	return name[0] == '\0' || name[0] == '.' || strchr(name, '/') != NULL ||
-	       strlen(name) >= COWRUN_NAME_MAX - 1;
-}
-
-static void free_names(char **names, size_t n)
-{
-	for (size_t k = 0; names && k < n; k++)
-		free(names[k]);
-	free(names);
-}
-
-/* Check every task name is a safe, distinct file name, so no two reports
- * overwrite each other.  Returns the names, sorted (the caller frees them
- * with free_names()), or NULL after a message. */
-static char **check_task_names(const struct batch *b)
-{
-	char **names = calloc(b->ntasks ? b->ntasks : 1, sizeof *names);
-	int rc = names ? 0 : -1;
-
-	for (size_t k = 0; rc == 0 && k < b->ntasks; k++) {
-		char name[COWRUN_NAME_MAX] = "";
-		b->workload->task_name(b->state, k, name, sizeof name);
-		if (bad_task_name(name)) {
-			cowrun_error("task %zu has name '%s', which cannot be a report file name", k, name);
-			rc = -1;
-		} else if ((names[k] = strdup(name)) == NULL)
-			rc = -1;
-	}
-	if (rc == 0 && b->ntasks > 1) {
-		qsort(names, b->ntasks, sizeof *names, compare_strings);
-		for (size_t k = 1; k < b->ntasks && rc == 0; k++)
-			if (strcmp(names[k - 1], names[k]) == 0) {
-				cowrun_error("two tasks are both named '%s'", names[k]);
-				rc = -1;
-			}
-	}
-	if (rc == 0)
-		return names;
-	free_names(names, b->ntasks);
-	return NULL;
-}
-
-/* The sorted task names, as sidefiles_check_reports() asks about them. */
-struct name_list {
-	char **names;
-	size_t n;
-};
-
-static int is_task_name(void *ctx, const char *name)
-{
-	const struct name_list *l = ctx;
-
-	return bsearch(&name, l->names, l->n, sizeof *l->names, compare_strings) != NULL;
-}
-
-/* Before anything is opened: every report has a name of its own, and no
- * side file lies where a report goes.  Returns 0 or -1 after a message. */
-static int check_reports(const struct batch *b, const struct sidefiles *files)
-{
-	if (!(b->workload->flags & COWRUN_WRITES_REPORTS))
-		return 0;
-	struct name_list l = { check_task_names(b), b->ntasks };
-	if (l.names == NULL)
-		return -1;
-	int rc = sidefiles_check_reports(files, b->outdir, is_task_name, &l);
-	free_names(l.names, l.n);
-	return rc;
-}
-
-/* The output directory, made and found writable: sidefiles_open()'s step
- * between the files under temporary names and those written in place.
- * `ctx` is the batch.  Returns 0 or -1 after a message. */
-static int make_outdir(void *ctx)
-{
-	const struct batch *b = ctx;
-
-	if (!(b->workload->flags & COWRUN_WRITES_REPORTS))
-		return 0;
-	if (make_dirs(b->outdir) != 0) {
-		warnx_("cannot create output directory '%s': %s", b->outdir, strerror(errno));
-		return -1;
-	}
-	/* An existing directory we cannot write in is found now, not by
-	 * every task in turn. */
-	char probe[PATH_MAX];
-	snprintf(probe, sizeof probe, "%s/.cowrun-probe.%ld", b->outdir, (long)getpid());
-	int fd = open(probe, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-	if (fd < 0) {
-		warnx_("cannot write in output directory '%s': %s", b->outdir, strerror(errno));
-		return -1;
-	}
-	close(fd);
-	unlink(probe);
-	return 0;
-}
-
 static size_t choose_workers(const struct cli *cli, size_t ntasks)
 {
 	size_t workers = jobs_resolve(&cli->jobs, cpu_count(), ntasks);
@@ -536,93 +429,6 @@ static int run_tasks(const struct cli *cli, struct batch *b, struct sidefiles *f
 	return rc;
 }
 
-static int has_suffix(const char *name, const char *suffix)
-{
-	size_t n = strlen(name), s = strlen(suffix);
-
-	return n >= s && strcmp(name + n - s, suffix) == 0;
-}
-
-static int compare_names(const struct dirent **a, const struct dirent **b)
-{
-	return strcmp((*a)->d_name, (*b)->d_name);
-}
-
-static int select_results_files(const struct dirent *d)
-{
-	return d->d_name[0] != '.' && has_suffix(d->d_name, ".res");
-}
-
-/* One saved-results file into the batch.  Returns 0 or -1 after a message. */
-static int load_saved(struct batch *b, const char *path, const char *identity)
-{
-	struct batch_loader loader = { b, path };
-
-	return results_load(path, identity, batch_take_saved, &loader);
-}
-
-/* Load every *.res file of a directory, in name order. */
-static int load_directory(struct batch *b, const char *dir, const char *identity)
-{
-	struct dirent **names;
-	int n = scandir(dir, &names, select_results_files, compare_names);
-	int rc = 0;
-
-	if (n < 0) {
-		warnx_("merge: cannot read directory '%s': %s", dir, strerror(errno));
-		return -1;
-	}
-	if (n == 0) {
-		warnx_("merge: directory '%s' holds no .res files", dir);
-		rc = -1;
-	}
-	for (int i = 0; i < n; i++) {
-		char path[PATH_MAX];
-		snprintf(path, sizeof path, "%s/%s", dir, names[i]->d_name);
-		if (rc == 0 && load_saved(b, path, identity) != 0)
-			rc = -1;
-		free(names[i]);
-	}
-	free(names);
-	return rc;
-}
-
-/* Say which tasks no file held (the first few), and fail. */
-static int check_nothing_missing(const struct batch *b)
-{
-	char list[256] = "";
-	size_t missing = 0, used = 0;
-
-	for (size_t k = 0; k < b->ntasks; k++) {
-		if (!batch_pending(b, k))
-			continue;
-		if (missing++ < 10 && used < sizeof list - 24)
-			used += (size_t)snprintf(list + used, sizeof list - used, "%s%zu",
-						 used ? "," : "", k);
-	}
-	if (missing == 0)
-		return 0;
-	warnx_("merge: %zu of %zu tasks are in no results file (%s%s)", missing, b->ntasks,
-	       list, missing > 10 ? ",..." : "");
-	return -1;
-}
-
-/* --merge: load saved results instead of running tasks.  Returns 0 or -1
- * after a message. */
-static int merge_saved(const struct cli *cli, struct batch *b, const char *identity)
-{
-	for (size_t i = 0; i < cli->nmerge; i++) {
-		struct stat st;
-		const char *path = cli->merge_paths[i];
-		int rc = stat(path, &st) == 0 && S_ISDIR(st.st_mode)
-			? load_directory(b, path, identity)
-			: load_saved(b, path, identity);
-		if (rc != 0)
-			return -1;
-	}
-	return check_nothing_missing(b);
-}
-
 /* Merge is done: print the summary and check stdout really took it.  No
  * summary from a merge that went wrong: it would be wrong too. */
 static int finish_batch(struct batch *b)
@@ -678,8 +484,8 @@ static int execute(const struct cli *cli, struct batch *b, struct sidefiles *fil
 {
 	/* Checks first, then sidefiles_open()'s order: a refused run leaves
 	 * no output directory and no earlier joblog destroyed. */
-	if (check_reports(b, files) != 0 ||
-	    sidefiles_open(files, b, identity, journal_keep, make_outdir, b) != 0)
+	if (outdir_check_reports(b, files) != 0 ||
+	    sidefiles_open(files, b, identity, journal_keep, outdir_make, b) != 0)
 		return EXIT_USAGE;
 	progress_init(&b->progress, cli->bar, batch_count(b));
 	b->started_ns = now_ns();
@@ -743,7 +549,7 @@ static int run_batch(const struct cli *cli, struct batch *b, struct sidefiles *f
 		goto out;
 	}
 	if (cli->nmerge > 0)
-		rc = merge_saved(cli, b, identity) != 0 ? EXIT_USAGE
+		rc = merge_load(b, cli->merge_paths, cli->nmerge, identity) != 0 ? EXIT_USAGE
 							: exit_status(b, finish_batch(b) != 0);
 	else
 		rc = execute(cli, b, files, identity, resume.journal_found ? resume.keep : 0);

@@ -1,0 +1,101 @@
+/*
+ * merge.c - --merge: saved-results files and directories into the batch.
+ * See merge.h.
+ */
+#define _GNU_SOURCE
+#include "merge.h"
+#include "results.h"
+#include "util.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static int has_suffix(const char *name, const char *suffix)
+{
+	size_t n = strlen(name), s = strlen(suffix);
+
+	return n >= s && strcmp(name + n - s, suffix) == 0;
+}
+
+static int compare_names(const struct dirent **a, const struct dirent **b)
+{
+	return strcmp((*a)->d_name, (*b)->d_name);
+}
+
+static int select_results_files(const struct dirent *d)
+{
+	return d->d_name[0] != '.' && has_suffix(d->d_name, ".res");
+}
+
+/* One saved-results file into the batch.  Returns 0 or -1 after a message. */
+static int load_saved(struct batch *b, const char *path, const char *identity)
+{
+	struct batch_loader loader = { b, path };
+
+	return results_load(path, identity, batch_take_saved, &loader);
+}
+
+/* Load every *.res file of a directory, in name order. */
+static int load_directory(struct batch *b, const char *dir, const char *identity)
+{
+	struct dirent **names;
+	int n = scandir(dir, &names, select_results_files, compare_names);
+	int rc = 0;
+
+	if (n < 0) {
+		warnx_("merge: cannot read directory '%s': %s", dir, strerror(errno));
+		return -1;
+	}
+	if (n == 0) {
+		warnx_("merge: directory '%s' holds no .res files", dir);
+		rc = -1;
+	}
+	for (int i = 0; i < n; i++) {
+		char path[PATH_MAX];
+		snprintf(path, sizeof path, "%s/%s", dir, names[i]->d_name);
+		if (rc == 0 && load_saved(b, path, identity) != 0)
+			rc = -1;
+		free(names[i]);
+	}
+	free(names);
+	return rc;
+}
+
+/* Say which tasks no file held (the first few), and fail. */
+static int check_nothing_missing(const struct batch *b)
+{
+	char list[256] = "";
+	size_t missing = 0, used = 0;
+
+	for (size_t k = 0; k < b->ntasks; k++) {
+		if (!batch_pending(b, k))
+			continue;
+		if (missing++ < 10 && used < sizeof list - 24)
+			used += (size_t)snprintf(list + used, sizeof list - used, "%s%zu",
+						 used ? "," : "", k);
+	}
+	if (missing == 0)
+		return 0;
+	warnx_("merge: %zu of %zu tasks are in no results file (%s%s)", missing, b->ntasks,
+	       list, missing > 10 ? ",..." : "");
+	return -1;
+}
+
+int merge_load(struct batch *b, const char *const *paths, size_t npaths, const char *identity)
+{
+	for (size_t i = 0; i < npaths; i++) {
+		struct stat st;
+		const char *path = paths[i];
+		int rc = stat(path, &st) == 0 && S_ISDIR(st.st_mode)
+			? load_directory(b, path, identity)
+			: load_saved(b, path, identity);
+		if (rc != 0)
+			return -1;
+	}
+	return check_nothing_missing(b);
+}

@@ -1,0 +1,22 @@
+/*
+ * merge.h - --merge: fold saved results (--save-results files, one per
+ * shard or task) into a batch instead of running its tasks.
+ */
+#ifndef COWRUN_MERGE_H
+#define COWRUN_MERGE_H
+
+#include "batch.h"
+
+#include <stddef.h>
+
+/*
+ * Load each of `paths` into the batch (after batch_init): a file is one
+ * saved-results file, a directory means each of its *.res files in name
+ * order.  Each file's identity must be `identity`; a task may come from
+ * one file only; afterwards every task of the batch must have come from
+ * some file.  Returns 0, or -1 after a one-line message naming the file
+ * (or listing the first missing tasks).
+ */
+int merge_load(struct batch *b, const char *const *paths, size_t npaths, const char *identity);
+
+#endif

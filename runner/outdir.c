@@ -1,0 +1,114 @@
+/*
+ * outdir.c - the output directory and the report files' names.  See
+ * outdir.h.
+ */
+#include "outdir.h"
+#include "util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int compare_strings(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* A name is used as a file name in OUTDIR: no '/', not hidden (temporary
+ * files start with '.'), not empty. */
+static int bad_task_name(const char *name)
+{
+	return name[0] == '\0' || name[0] == '.' || strchr(name, '/') != NULL ||
+	       strlen(name) >= COWRUN_NAME_MAX - 1;
+}
+
+static void free_names(char **names, size_t n)
+{
+	for (size_t k = 0; names && k < n; k++)
+		free(names[k]);
+	free(names);
+}
+
+/* Check every task name is a safe, distinct file name, so no two reports
+ * overwrite each other.  Returns the names, sorted (the caller frees them
+ * with free_names()), or NULL after a message. */
+static char **check_task_names(const struct batch *b)
+{
+	char **names = calloc(b->ntasks ? b->ntasks : 1, sizeof *names);
+	int rc = names ? 0 : -1;
+
+	for (size_t k = 0; rc == 0 && k < b->ntasks; k++) {
+		char name[COWRUN_NAME_MAX] = "";
+		b->workload->task_name(b->state, k, name, sizeof name);
+		if (bad_task_name(name)) {
+			cowrun_error("task %zu has name '%s', which cannot be a report file name", k, name);
+			rc = -1;
+		} else if ((names[k] = strdup(name)) == NULL)
+			rc = -1;
+	}
+	if (rc == 0 && b->ntasks > 1) {
+		qsort(names, b->ntasks, sizeof *names, compare_strings);
+		for (size_t k = 1; k < b->ntasks && rc == 0; k++)
+			if (strcmp(names[k - 1], names[k]) == 0) {
+				cowrun_error("two tasks are both named '%s'", names[k]);
+				rc = -1;
+			}
+	}
+	if (rc == 0)
+		return names;
+	free_names(names, b->ntasks);
+	return NULL;
+}
+
+/* The sorted task names, as sidefiles_check_reports() asks about them. */
+struct name_list {
+	char **names;
+	size_t n;
+};
+
+static int is_task_name(void *ctx, const char *name)
+{
+	const struct name_list *l = ctx;
+
+	return bsearch(&name, l->names, l->n, sizeof *l->names, compare_strings) != NULL;
+}
+
+int outdir_check_reports(const struct batch *b, const struct sidefiles *files)
+{
+	if (!(b->workload->flags & COWRUN_WRITES_REPORTS))
+		return 0;
+	struct name_list l = { check_task_names(b), b->ntasks };
+	if (l.names == NULL)
+		return -1;
+	int rc = sidefiles_check_reports(files, b->outdir, is_task_name, &l);
+	free_names(l.names, l.n);
+	return rc;
+}
+
+int outdir_make(void *ctx)
+{
+	const struct batch *b = ctx;
+
+	if (!(b->workload->flags & COWRUN_WRITES_REPORTS))
+		return 0;
+	if (make_dirs(b->outdir) != 0) {
+		warnx_("cannot create output directory '%s': %s", b->outdir, strerror(errno));
+		return -1;
+	}
+	/* An existing directory we cannot write in is found now, not by
+	 * every task in turn. */
+	char probe[PATH_MAX];
+	snprintf(probe, sizeof probe, "%s/.cowrun-probe.%ld", b->outdir, (long)getpid());
+	int fd = open(probe, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		warnx_("cannot write in output directory '%s': %s", b->outdir, strerror(errno));
+		return -1;
+	}
+	close(fd);
+	unlink(probe);
+	return 0;
+}
