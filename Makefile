@@ -87,7 +87,9 @@ build/workloads/%.so: $$(call bundled_objects,$$*)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -shared -o $@ $(filter %.o,$^) $($*_LIBS) $(LDLIBS)
 
-.PRECIOUS: build/pic/%.o
+# Named, so make rebuilds a missing one (an intermediate file it would not).
+BUNDLED_OBJ = $(foreach w,$(BUNDLED_WORKLOADS),$(call bundled_objects,$(w)))
+$(BUNDLED_OBJ):
 build/pic/%.o: %.c
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -fPIC -MMD -MP -c -o $@ $<
