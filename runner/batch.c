@@ -84,29 +84,6 @@ void batch_failed(struct batch *b, size_t k, const char *why)
 	drain_in_order(b);
 }
 
-int batch_take_saved(void *ctx, const struct wire_frame *f)
-{
-	const struct batch_loader *l = ctx;
-	char why[700];
-
-	if (f->task >= l->b->ntasks) {
-		warnx_("merge: '%s' holds task %llu, but this run has %zu tasks", l->path,
-		       (unsigned long long)f->task, l->b->ntasks);
-		return -1;
-	}
-	if (!batch_pending(l->b, (size_t)f->task)) {
-		warnx_("merge: task %llu in '%s' was already loaded from an earlier file",
-		       (unsigned long long)f->task, l->path);
-		return -1;
-	}
-	if (f->type == WIRE_RESULT)
-		return batch_result(l->b, (size_t)f->task, f->payload, f->length);
-	snprintf(why, sizeof why, "%.*s (saved in '%s')",
-		 (int)(f->length < 512 ? f->length : 512), (const char *)f->payload, l->path);
-	batch_failed(l->b, (size_t)f->task, why);
-	return 0;
-}
-
 int batch_pending(const struct batch *b, size_t k)
 {
 	return reorder_state(&b->reorder, k) == REORDER_WAITING;

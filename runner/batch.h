@@ -89,20 +89,6 @@ int batch_result(struct batch *b, size_t k, const void *record, size_t length);
  * resolved. */
 void batch_failed(struct batch *b, size_t k, const char *why);
 
-/*
- * A saved task frame (--merge) into the batch: a RESULT as batch_result(),
- * a FAILED as batch_failed() with "(saved in 'PATH')" added.  The shape of
- * results_load()'s taker; ctx is a struct batch_loader naming the file.
- * Refuses (-1 after a message) a task this run does not have, or one
- * already resolved (loaded from an earlier file).
- */
-struct batch_loader {
-	struct batch *b;
-	const char *path;
-};
-
-int batch_take_saved(void *ctx, const struct wire_frame *f);
-
 /* True while task k has neither succeeded nor failed. */
 int batch_pending(const struct batch *b, size_t k);
 

@@ -32,12 +32,44 @@ static int select_results_files(const struct dirent *d)
 	return d->d_name[0] != '.' && has_suffix(d->d_name, ".res");
 }
 
-/* One saved-results file into the batch.  Returns 0 or -1 after a message. */
-static int load_saved(struct batch *b, const char *path, const char *identity)
-{
-	struct batch_loader loader = { b, path };
+/* The file being loaded, for take_saved(). */
+struct loader {
+	struct batch *b;
+	const char *path;
+};
 
-	return results_load(path, identity, batch_take_saved, &loader);
+/* A saved task frame into the batch: a RESULT as batch_result(), a FAILED
+ * as batch_failed() with "(saved in 'PATH')" added.  Refuses (-1 after a
+ * message) a task this run does not have, or one already resolved (loaded
+ * from an earlier file). */
+static int take_saved(void *ctx, const struct wire_frame *f)
+{
+	const struct loader *l = ctx;
+	char why[700];
+
+	if (f->task >= l->b->ntasks) {
+		warnx_("merge: '%s' holds task %llu, but this run has %zu tasks", l->path,
+		       (unsigned long long)f->task, l->b->ntasks);
+		return -1;
+	}
+	if (!batch_pending(l->b, (size_t)f->task)) {
+		warnx_("merge: task %llu in '%s' was already loaded from an earlier file",
+		       (unsigned long long)f->task, l->path);
+		return -1;
+	}
+	if (f->type == WIRE_RESULT)
+		return batch_result(l->b, (size_t)f->task, f->payload, f->length);
+	snprintf(why, sizeof why, "%.*s (saved in '%s')",
+		 (int)(f->length < 512 ? f->length : 512), (const char *)f->payload, l->path);
+	batch_failed(l->b, (size_t)f->task, why);
+	return 0;
+}
+
+int merge_load_file(struct batch *b, const char *path, const char *identity)
+{
+	struct loader loader = { b, path };
+
+	return results_load(path, identity, take_saved, &loader);
 }
 
 /* Load every *.res file of a directory, in name order. */
@@ -58,7 +90,7 @@ static int load_directory(struct batch *b, const char *dir, const char *identity
 	for (int i = 0; i < n; i++) {
 		char path[PATH_MAX];
 		snprintf(path, sizeof path, "%s/%s", dir, names[i]->d_name);
-		if (rc == 0 && load_saved(b, path, identity) != 0)
+		if (rc == 0 && merge_load_file(b, path, identity) != 0)
 			rc = -1;
 		free(names[i]);
 	}
@@ -93,7 +125,7 @@ int merge_load(struct batch *b, const char *const *paths, size_t npaths, const c
 		const char *path = paths[i];
 		int rc = stat(path, &st) == 0 && S_ISDIR(st.st_mode)
 			? load_directory(b, path, identity)
-			: load_saved(b, path, identity);
+			: merge_load_file(b, path, identity);
 		if (rc != 0)
 			return -1;
 	}

@@ -19,4 +19,8 @@
  */
 int merge_load(struct batch *b, const char *const *paths, size_t npaths, const char *identity);
 
+/* One saved-results file into the batch, checked as above but for tasks
+ * missing.  Returns 0 or -1 after a message naming the file. */
+int merge_load_file(struct batch *b, const char *path, const char *identity);
+
 #endif

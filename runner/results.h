@@ -54,8 +54,8 @@ void results_abort(struct results_writer *w);
 
 /*
  * Read saved-results file `path`, handing every task frame to `take` (for
- * --merge, batch_take_saved(), which also refuses a task this run lacks or
- * already has).  Refuses (-1 after a one-line message naming the file) a
+ * --merge, merge_load_file()'s, which also refuses a task this run lacks
+ * or already has).  Refuses (-1 after a one-line message naming the file) a
  * file that is not a results file, is truncated or comes from another
  * identity, and fails when `take` does.
  */

@@ -1,6 +1,6 @@
 /*
  * fuzz_results.c - libFuzzer harness for reading saved results
- * (runner/results.c): results_load() into a batch (batch_take_saved), as
+ * (runner/results.c): results_load() into a batch (merge_load_file()), as
  * --merge does, and journal_load(), as --resume does, on a file holding
  * the fuzz input.
  *
@@ -16,6 +16,7 @@
  */
 #define _GNU_SOURCE
 #include "batch.h"
+#include "merge.h"
 #include "results.h"
 #include "task.h"
 #include "wire.h"
@@ -125,18 +126,17 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 static void load_twice(const char *path)
 {
 	struct batch b = { 0 };
-	struct batch_loader loader = { &b, path };
 
 	b.workload = &fake;
 	b.ntasks = NTASKS;
 	b.outdir = "/nonexistent";
 	if (batch_init(&b) != 0)
 		abort();
-	if (results_load(path, identity, batch_take_saved, &loader) == 0) {
+	if (merge_load_file(&b, path, identity) == 0) {
 		size_t pending = 0;
 		for (size_t k = 0; k < NTASKS; k++)
 			pending += batch_pending(&b, k) != 0;
-		if (results_load(path, identity, batch_take_saved, &loader) == 0 && pending < NTASKS)
+		if (merge_load_file(&b, path, identity) == 0 && pending < NTASKS)
 			abort(); /* the same tasks loaded twice */
 	}
 	batch_free(&b);
