@@ -15,6 +15,7 @@
 
 #include <errno.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -75,18 +76,67 @@ static void test_base_aligned(void **state)
 	}
 }
 
+/* The VmFlags line of the mapping holding `addr`, from /proc/self/smaps
+ * (" rd wr mr mw me ac hg" ...), into buf; fails the test if none. */
+static void vmflags_of(const void *addr, char *buf, size_t size)
+{
+	FILE *f = fopen("/proc/self/smaps", "re");
+	char line[512];
+	int inside = 0;
+
+	assert_non_null(f);
+	buf[0] = '\0';
+	while (fgets(line, sizeof line, f) != NULL) {
+		unsigned long lo, hi;
+		if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && strchr(line, '-') < strchr(line, ' '))
+			inside = (uintptr_t)addr >= lo && (uintptr_t)addr < hi;
+		else if (inside && strncmp(line, "VmFlags:", 8) == 0) {
+			snprintf(buf, size, "%.200s", line + 8);
+			break;
+		}
+	}
+	fclose(f);
+	if (buf[0] == '\0')
+		fail_msg("no VmFlags for %p in /proc/self/smaps", addr);
+}
+
+/* Does a VmFlags line hold the two-letter flag? */
+static int has_vmflag(const char *flags, const char *flag)
+{
+	char padded[8];
+
+	snprintf(padded, sizeof padded, " %s", flag);
+	return strstr(flags, padded) != NULL;
+}
+
+/* The kernel's own view: with huge pages the region is advised
+ * MADV_HUGEPAGE ("hg" in its VmFlags) wherever THP allows it, and 4 KiB
+ * pages are asked for ("nh") when they are not wanted. */
 static void test_huge_advice(void **state)
 {
 	struct arena a;
-	char line[256];
+	char line[256], flags[256];
+	int thp_allows;
 
 	assert_int_equal(arena_init(&a, 8 * MiB, huge_flag(state)), 0);
 	assert_int_equal(a.huge_requested, huge_flag(state));
-	if (!huge_flag(state) || a.thp == ARENA_THP_NEVER)
+	thp_allows = a.thp == ARENA_THP_ALWAYS || a.thp == ARENA_THP_MADVISE;
+	assert_non_null(arena_alloc(&a, 4 * MiB, ARENA_STEP));
+	vmflags_of(a.base, flags, sizeof flags);
+	if (huge_flag(state) && thp_allows) {
+		assert_true(a.huge_advised);
+		if (!has_vmflag(flags, "hg"))
+			fail_msg("arena not advised MADV_HUGEPAGE: VmFlags%s", flags);
+	} else {
 		assert_false(a.huge_advised);
+		assert_false(has_vmflag(flags, "hg"));
+	}
+	if (!huge_flag(state) && a.thp != ARENA_THP_UNKNOWN && !has_vmflag(flags, "nh"))
+		fail_msg("arena without huge pages not advised MADV_NOHUGEPAGE: VmFlags%s", flags);
 	arena_describe(&a, line, sizeof line);
 	assert_memory_equal(line, "setup arena: ", 13);
-	assert_non_null(strstr(line, "huge pages: "));
+	assert_non_null(strstr(line, huge_flag(state) && thp_allows ? "huge pages: requested"
+								     : "huge pages: "));
 	arena_destroy(&a);
 }
 
@@ -333,6 +383,10 @@ static void test_usage(void **state)
 	assert_true(u.private_dirty >= 16 * MiB);
 	if (!huge_flag(state))
 		assert_int_equal(u.anon_huge, 0);
+	/* Advised, touched 2 MiB-aligned memory is backed by huge pages
+	 * (some of it: fragmentation decides how much, not this test). */
+	else if (a.huge_advised && u.anon_huge == 0)
+		fail_msg("16 MiB touched in an advised arena, none of it in huge pages");
 	arena_destroy(&a);
 }
 
