@@ -62,6 +62,14 @@ stats_column() {
 	[ "$status" -eq 0 ]
 	[[ "$stderr" == *"setup arena: 64.0 MiB used; huge pages: "*", frozen"* ]]
 	[[ "$stderr" == *"memory: setup 64.0 MiB shared by 2 workers; each copied or allocated "*" MiB"*"fork "*" ms avg"* ]]
+	# Where THP allows it, the arena really is in huge pages (some of it:
+	# fragmentation decides how much).
+	thp=$(sed -n 's/.*\[\(.*\)\].*/\1/p' /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null || true)
+	if [ "$thp" = always ] || [ "$thp" = madvise ]; then
+		huge=$(sed -n "s/.*huge pages: requested, THP $thp, \([0-9.]*\) MiB of .* resident is huge.*/\1/p" <<<"$stderr")
+		[ -n "$huge" ] || { echo "no huge-page figure in: $stderr" >&2; return 1; }
+		awk -v h="$huge" 'BEGIN { exit !(h > 0) }' || { echo "no huge pages: $stderr" >&2; return 1; }
+	fi
 }
 
 @test "--no-huge-pages: 4 KiB pages, the same output" {
