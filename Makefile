@@ -5,6 +5,7 @@
 #   make demo       the nightly sales batch on built-in synthetic data, then a quick compare
 #   make bench      compare every mode on the built-in workloads (long), then plots
 #   make plots      plots/out/ from the latest results/*.csv
+#   make mutants    plant known bugs one at a time; every one must fail a test
 #   make install    prefix=/usr/local DESTDIR=  (GNU's bindir, libdir... too); make uninstall
 
 # GNU's installation directories (PREFIX, the older spelling, still works).
@@ -31,8 +32,9 @@ LDLIBS = -lm
 DEB_BUILD = gcc libc6-dev make pkg-config
 #   risk.so, the bundled risk workload: LAPACK (Cholesky) and OpenBLAS
 DEB_BUNDLED = liblapacke-dev libopenblas-dev
-#   tests: cmocka (unit), bats (CLI), a loopback sshd and ssh (cowrun-cluster)
-DEB_TEST = libcmocka-dev bats openssh-server openssh-client
+#   tests: cmocka (unit), bats (CLI), a loopback sshd and ssh (cowrun-cluster),
+#     strace (how report files are written)
+DEB_TEST = libcmocka-dev bats openssh-server openssh-client strace
 #   the GNU Parallel modes (compare, cowrun-cluster); plots (gnuplot, and
 #   the DejaVu font they name); benchmarks (hyperfine; GNU time for peak
 #   RSS); the man page (help2man)
@@ -57,7 +59,7 @@ BUNDLED = $(BUNDLED_WORKLOADS:%=build/workloads/%.so) $(BUNDLED_WORKLOADS:%=buil
 UNIT_SRC = $(wildcard tests/unit/test_*.c)
 UNIT_BIN = $(UNIT_SRC:tests/unit/%.c=build/tests/%)
 
-.PHONY: all deps test unit demo bench plots clean install uninstall check-deps FORCE
+.PHONY: all deps test unit demo bench plots clean install uninstall check-deps mutants FORCE
 all: bin/cowrun $(BUNDLED) build/forkcost build/psswatch
 
 # -rdynamic: a plugin (bundled, or --workload FILE.so) calls cowrun_emit()
@@ -199,6 +201,11 @@ uninstall:
 		$(DESTDIR)$(includedir)/cowrun.h $(DESTDIR)$(libdir)/pkgconfig/cowrun.pc \
 		$(DESTDIR)$(mandir)/man1/cowrun.1 $(addprefix $(DESTDIR)$(workloaddir)/,$(notdir $(BUNDLED)))
 	-rmdir $(DESTDIR)$(workloaddir) $(DESTDIR)$(libdir)/cowrun 2>/dev/null
+
+# mutants: plant each bug of tests/mutants/list in a scratch copy
+# (build-mutants/), run the tests that defend against it, list survivors.
+mutants: deps
+	tests/mutants/run
 
 clean:
 	rm -rf build bin out

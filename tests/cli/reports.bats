@@ -1,0 +1,89 @@
+#!/usr/bin/env bats
+# The report-file promises: a report appears under its final name complete
+# or not at all (written to a hidden temporary name, fsync'd, renamed), and
+# a task that fails leaves no report, not even yesterday's.
+
+load helpers
+
+# trace_run ARGS...: cowrun ARGS under the reaper, its file operations
+# (openat, fsync, rename) traced in every process and thread, one file
+# each: $BATS_TEST_TMPDIR/trace/t.PID.
+trace_run() {
+	rm -rf "$BATS_TEST_TMPDIR/trace"
+	mkdir "$BATS_TEST_TMPDIR/trace"
+	run --separate-stderr "$REAPER" strace -ff -qq -e trace=openat,fsync,rename,renameat,renameat2 \
+		-o "$BATS_TEST_TMPDIR/trace/t" "$COWRUN" "$@"
+}
+
+# check_report_trace OUTDIR N: in the trace, each of the N reports was
+# opened under a hidden temporary name, fsync'd and renamed to its final
+# name by the same process or thread, in that order; no final name was
+# ever opened for writing.
+check_report_trace() {
+	local outdir=$1 n=$2
+	awk -v dir="$outdir" -v n="$n" '
+	function fail(msg) { print "report trace: " msg > "/dev/stderr"; bad = 1; exit 1 }
+	# The file name in a traced call: the first quoted string.
+	function path(line) { split(line, q, "\""); return q[2] }
+	# A final report name opened for writing: never.
+	/openat\(/ && /O_WRONLY|O_RDWR/ {
+		p = path($0)
+		if (index(p, dir "/task-") == 1) fail("final name opened: " $0)
+		if (index(p, dir "/.task-") == 1 && match($0, /= [0-9]+$/)) {
+			fd[FILENAME] = substr($0, RSTART + 2); temp[FILENAME] = p; synced[FILENAME] = 0
+		}
+	}
+	/fsync\(/ { split($0, a, /[()]/); if (FILENAME in fd && a[2] == fd[FILENAME]) synced[FILENAME] = 1 }
+	/rename\(/ {
+		split($0, q, "\""); from = q[2]; to = q[4]
+		if (!(FILENAME in temp) || from != temp[FILENAME]) fail("renamed from a file it did not write: " $0)
+		if (!synced[FILENAME]) fail("renamed before fsync: " $0)
+		if (index(to, dir "/task-") != 1) fail("renamed elsewhere: " $0)
+		renamed++; delete temp[FILENAME]
+	}
+	END { if (!bad && renamed != n) { print "report trace: " renamed + 0 " renames, expected " n > "/dev/stderr"; exit 1 } }
+	' "$BATS_TEST_TMPDIR"/trace/t.*
+}
+
+@test "a report is written under a hidden temporary name, fsync'd, then renamed: fork, serial, omp" {
+	command -v strace >/dev/null || skip "strace is not installed (make deps installs it)"
+	for mode in "-j 2" "--mode serial" "--mode omp -j 2"; do
+		rm -rf "$BATS_TEST_TMPDIR/rep"
+		trace_run $mode -o "$BATS_TEST_TMPDIR/rep" selftest --tasks 5 --report-bytes 100
+		[ "$status" -eq 0 ]
+		[ "$(ls "$BATS_TEST_TMPDIR/rep" | wc -l)" -eq 5 ]
+		[ -z "$(ls -A "$BATS_TEST_TMPDIR/rep" | grep '^\.')" ]
+		check_report_trace "$BATS_TEST_TMPDIR/rep" 5
+	done
+}
+
+# yesterday OUTDIR: reports of an earlier run in OUTDIR, each saying so.
+yesterday() {
+	mkdir -p "$1"
+	for k in 0 1 2 3 4 5; do echo "yesterday" >"$1/task-00000$k"; done
+	[ "$(cat "$1"/task-* | wc -l)" -eq 6 ]
+}
+
+@test "a failed task leaves no report, not even yesterday's: error, crash, _exit; fork and serial" {
+	for mode in "-j 2" "--mode serial"; do
+		d="$BATS_TEST_TMPDIR/rep-${mode// /}"
+		yesterday "$d"
+		run --separate-stderr cowrun $mode -o "$d" selftest --tasks 6 --report-bytes 20 --fail 1,4
+		[ "$status" -eq 2 ]
+		[ ! -e "$d/task-000001" ]
+		[ ! -e "$d/task-000004" ]
+		for k in 0 2 3 5; do
+			[ "$(wc -c <"$d/task-00000$k")" -eq 20 ]
+		done
+		[ -z "$(ls -A "$d" | grep '^\.')" ]
+	done
+	# A worker that dies mid-task: the parent removes the report.
+	d="$BATS_TEST_TMPDIR/rep-crash"
+	yesterday "$d"
+	run --separate-stderr cowrun -j 2 -o "$d" selftest --tasks 6 --report-bytes 20 --crash 2 --exit 3
+	[ "$status" -eq 2 ]
+	[ ! -e "$d/task-000002" ]
+	[ ! -e "$d/task-000003" ]
+	[ "$(cat "$d"/task-00000[0145] | wc -c)" -eq 80 ]
+	[ -z "$(ls -A "$d" | grep '^\.')" ]
+}
