@@ -35,7 +35,8 @@ stats_column() {
 	[ "$status" -eq 0 ]
 	[ "$(stats_column "$f" pid | wc -l)" -eq 2 ]
 	for pss in $(stats_column "$f" pss_kb); do
-		[ "$pss" -gt 0 ] && [ "$pss" -lt $((200 * 1024)) ]
+		[ "$pss" -gt 0 ]
+		[ "$pss" -lt $((200 * 1024)) ]
 	done
 	for shared in $(stats_column "$f" shared_kb); do
 		[ "$shared" -gt $((200 * 1024)) ]

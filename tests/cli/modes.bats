@@ -94,7 +94,7 @@ SMALL_SALES="sales --rows 30000 --stores 9 --products 50 --days 60"
 	direct=$output
 	mkdir "$d/res"
 	for k in $(seq 0 11); do
-		"$COWRUN" --mode serial --tasks "$k" --save-results "$d/res/$k.res" selftest --tasks 12 --result-bytes 300
+		cowrun --mode serial --tasks "$k" --save-results "$d/res/$k.res" selftest --tasks 12 --result-bytes 300
 	done
 	run --separate-stderr cowrun --merge "$d/res" selftest --tasks 12 --result-bytes 300
 	[ "$status" -eq 0 ]

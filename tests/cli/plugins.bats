@@ -19,7 +19,7 @@ plugin() {
 	[ -f "$d/opt/cowrun/include/cowrun.h" ]
 	[ -f "$d/opt/cowrun/share/man/man1/cowrun.1" ]
 	grep -q '^prefix=/opt/cowrun$' "$d/opt/cowrun/lib/pkgconfig/cowrun.pc"
-	[ "$(PKG_CONFIG_PATH="$d/opt/cowrun/lib/pkgconfig" pkg-config --modversion cowrun)" = "$("$COWRUN" --version | cut -d' ' -f2)" ]
+	[ "$(PKG_CONFIG_PATH="$d/opt/cowrun/lib/pkgconfig" pkg-config --modversion cowrun)" = "$(cowrun --version | cut -d' ' -f2)" ]
 	make -s -C "$ROOT" uninstall DESTDIR="$d" PREFIX=/opt/cowrun >/dev/null
 	[ -z "$(find "$d" -type f)" ]
 }
@@ -41,9 +41,9 @@ plugin() {
 		[ "$output" = "primes below 1000000: 78498" ]
 		diff -r "$BATS_TEST_TMPDIR/s" "$BATS_TEST_TMPDIR/f"
 	done
-	run --separate-stderr "$installed" --workload "$so" --help
+	run --separate-stderr "$REAPER" "$installed" --workload "$so" --help
 	[[ "$output" == *"Usage: cowrun [RUNNER OPTIONS] primes [OPTIONS]"*"--limit N"*"(default 10000000)"* ]]
-	run --separate-stderr "$installed" --workload "$so" --limit 5
+	run --separate-stderr "$REAPER" "$installed" --workload "$so" --limit 5
 	[ "$status" -eq 255 ]
 	assert_one_line_error "cowrun: primes: --limit: '5' is out of range*"
 }
@@ -117,7 +117,7 @@ RISK_SMALL=(risk --assets 20 --days 60 --portfolios 5 --positions 8 --scenarios 
 	[ "$status" -eq 0 ]
 	[ "$output" = "$staged" ]
 	diff -r "$BATS_TEST_TMPDIR/checkout" "$BATS_TEST_TMPDIR/staged"
-	run --separate-stderr "$installed" --list
+	run --separate-stderr "$REAPER" "$installed" --list
 	[ "$status" -eq 0 ]
 	[[ "$output" == *$'\nrisk       nightly portfolio risk: Monte Carlo VaR and ES per portfolio (LAPACK)'* ]]
 	# Without its library: one line saying which and where it looked.

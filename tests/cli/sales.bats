@@ -3,14 +3,12 @@
 # every -j, exact totals from a handmade CSV, and one clear line for each
 # kind of bad input, with no report written.
 
-bats_require_minimum_version 1.5.0
+load helpers
 
 HEADER='date,store,product,quantity,unit_price'
 SMALL=(sales --rows 20000 --stores 6 --products 60 --days 45 --seed 7)
 
 setup() {
-	cd "$BATS_TEST_DIRNAME/../.."
-	[ -x bin/cowrun ] || skip "bin/cowrun not built (run make)"
 	T="$BATS_TEST_TMPDIR"
 }
 
@@ -39,8 +37,8 @@ expect_bad_csv() { # NAME PATTERN [LINE...]
 expect_bad_input() { # PATTERN ARGS...
 	local pattern="$1"
 	shift
-	run --separate-stderr bin/cowrun -o "$T/out" "$@"
-	[ "$status" -ne 0 ]
+	run --separate-stderr cowrun -o "$T/out" "$@"
+	[ "$status" -eq 255 ]
 	[ -z "$output" ]
 	echo "stderr: $stderr"
 	[ "${#stderr_lines[@]}" -eq 1 ]
@@ -49,20 +47,21 @@ expect_bad_input() { # PATTERN ARGS...
 }
 
 @test "sales: serial and fork at -j 1, 2, 7 and 0 give byte-identical output" {
-	bin/cowrun --mode serial -o "$T/serial" "${SMALL[@]}" >"$T/serial.txt"
+	cowrun --mode serial -o "$T/serial" "${SMALL[@]}" >"$T/serial.txt"
 	[ "$(ls "$T/serial" | wc -l)" -eq 6 ]
-	[ -f "$T/serial/store-0001.txt" ] && [ -f "$T/serial/store-0006.txt" ]
+	[ -f "$T/serial/store-0001.txt" ]
+	[ -f "$T/serial/store-0006.txt" ]
 	for j in 1 2 7 0; do
-		bin/cowrun --mode fork -j "$j" -o "$T/j$j" "${SMALL[@]}" >"$T/j$j.txt"
+		cowrun --mode fork -j "$j" -o "$T/j$j" "${SMALL[@]}" >"$T/j$j.txt"
 		cmp "$T/serial.txt" "$T/j$j.txt"
 		diff -r "$T/serial" "$T/j$j"
 	done
 }
 
 @test "sales: the same seed gives the same data, another seed other data" {
-	bin/cowrun --mode serial -o "$T/a" "${SMALL[@]}" >"$T/a.txt"
-	bin/cowrun --mode serial -o "$T/b" "${SMALL[@]}" >"$T/b.txt"
-	bin/cowrun --mode serial -o "$T/c" "${SMALL[@]}" --seed 8 >"$T/c.txt"
+	cowrun --mode serial -o "$T/a" "${SMALL[@]}" >"$T/a.txt"
+	cowrun --mode serial -o "$T/b" "${SMALL[@]}" >"$T/b.txt"
+	cowrun --mode serial -o "$T/c" "${SMALL[@]}" --seed 8 >"$T/c.txt"
 	cmp "$T/a.txt" "$T/b.txt"
 	diff -r "$T/a" "$T/b"
 	run ! cmp -s "$T/a.txt" "$T/c.txt"
@@ -70,7 +69,7 @@ expect_bad_input() { # PATTERN ARGS...
 
 @test "sales: a handmade CSV gives the hand-computed totals" {
 	write_sample "$T/sample.csv"
-	run --separate-stderr bin/cowrun -j 2 -o "$T/out" sales --input "$T/sample.csv"
+	run --separate-stderr cowrun -j 2 -o "$T/out" sales --input "$T/sample.csv"
 	echo "$output"
 	[ "$status" -eq 0 ]
 	# 6.98 + 0.99 + 17.45 + 10.00 + 3.30 + 38.00 = 76.72 over 6 sales
@@ -98,9 +97,11 @@ expect_bad_input() { # PATTERN ARGS...
 	write_sample "$T/crlf.csv" '\r\n'
 	head -c -1 "$T/lf.csv" >"$T/nonl.csv"
 	{ printf '\xef\xbb\xbf'; cat "$T/lf.csv"; printf '\n\n'; } >"$T/bom.csv"
-	bin/cowrun -o "$T/lf" sales --input "$T/lf.csv" | sed 1,2d >"$T/lf.txt"
+	cowrun -o "$T/lf" sales --input "$T/lf.csv" >"$T/lf.out"
+	sed 1,2d "$T/lf.out" >"$T/lf.txt"
 	for f in crlf nonl bom; do
-		bin/cowrun -o "$T/$f" sales --input "$T/$f.csv" | sed 1,2d >"$T/$f.txt"
+		cowrun -o "$T/$f" sales --input "$T/$f.csv" >"$T/$f.out"
+		sed 1,2d "$T/$f.out" >"$T/$f.txt"
 		cmp "$T/lf.txt" "$T/$f.txt"
 		diff -r -I '^Source:' "$T/lf" "$T/$f"
 	done
@@ -165,7 +166,7 @@ expect_bad_input() { # PATTERN ARGS...
 }
 
 @test "sales: --help lists the options with their defaults" {
-	run bin/cowrun sales --help
+	run cowrun sales --help
 	[ "$status" -eq 0 ]
 	for o in input rows stores products days seed start-date; do
 		grep -q -- "--$o" <<<"$output"

@@ -67,7 +67,8 @@ write_holdings() {
 @test "risk: serial, fork -j 1, 2, 7, 0 and omp -j 2 give identical stdout and reports" {
 	same_output_all_modes "1 2 7 0" "${RISK[@]}"
 	[ "$(ls "$T/serial" | wc -l)" -eq 9 ]
-	[ -f "$T/serial/portfolio-0000.txt" ] && [ -f "$T/serial/portfolio-0008.txt" ]
+	[ -f "$T/serial/portfolio-0000.txt" ]
+	[ -f "$T/serial/portfolio-0008.txt" ]
 	[[ "$output" == *"Portfolios reported          9 of 9"* ]]
 	omp_matches_serial "${RISK[@]}"
 }
