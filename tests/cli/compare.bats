@@ -83,7 +83,7 @@ rows() {
 	EOF
 	chmod +x "$fake"
 	csv=$BATS_TEST_TMPDIR/d.csv
-	run --separate-stderr "$COMPARE" --cowrun "$fake" --modes fork --jobs 2 --reps 1 \
+	run --separate-stderr compare --cowrun "$fake" --modes fork --jobs 2 --reps 1 \
 		--workload selftest --out "$csv" -- --tasks 4
 	[ "$status" -eq 1 ]
 	[[ "$stderr" == *"fork -j 2 rep 1: "*"DIFFERS from serial"* ]]
@@ -93,7 +93,7 @@ rows() {
 }
 
 @test "a failing serial reference run stops compare with one line, exit 1" {
-	run --separate-stderr "$COMPARE" --modes fork --jobs 2 --reps 1 --workload selftest \
+	run --separate-stderr compare --modes fork --jobs 2 --reps 1 --workload selftest \
 		--out "$BATS_TEST_TMPDIR/f.csv" -- --tasks 4 --fail 1
 	[ "$status" -eq 1 ]
 	# (a busy machine adds a warning about the load average)
