@@ -7,22 +7,28 @@
  * framing or ordering bug cannot pass unnoticed, and the summary's checksum
  * of all records in task order makes the merge order visible.  Tasks can
  * be told to crash (--crash K[:SIGNAL]), to fail (--fail K) or to leave the
- * worker without finishing (--exit K).
+ * worker without finishing (--exit K); to take longer than the others
+ * (--slow K[:MS]) or to ignore SIGTERM while they run (--ignore-sigterm K),
+ * for --timeout's SIGKILL.  --mark-start DIR makes each task's start visible
+ * to a test, which can then wait for a state instead of sleeping.
  */
 #define _GNU_SOURCE
 #include "cowrun.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 struct selftest_config {
 	long long tasks, work_us, sleep_ms, result_bytes, report_bytes, setup_mb, dirty_mb;
-	const char *crash, *fail, *exit_task, *write_shared;
+	const char *crash, *fail, *exit_task, *write_shared, *slow, *ignore_sigterm, *mark_start;
 	int read_setup;
 };
 
@@ -55,16 +61,27 @@ static const struct cowrun_option selftest_options[] = {
 	  "K", "task K returns an error; K may be a list 3,7" },
 	{ "exit", COWRUN_OPT_STRING, offsetof(struct selftest_config, exit_task), 0, 0,
 	  "K", "task K ends its process with _exit(0) mid-task; K may be a list" },
+	{ "slow", COWRUN_OPT_STRING, offsetof(struct selftest_config, slow), 0, 0,
+	  "K[:MS]", "task K sleeps MS milliseconds (default 60000) instead of --sleep-ms; K may be a list" },
+	{ "ignore-sigterm", COWRUN_OPT_STRING, offsetof(struct selftest_config, ignore_sigterm), 0, 0,
+	  "K", "task K ignores SIGTERM while it runs (only SIGKILL stops it); K may be a list" },
+	{ "mark-start", COWRUN_OPT_STRING, offsetof(struct selftest_config, mark_start), 0, 0,
+	  "DIR", "each task first creates the empty file DIR/task-NNNNNN.PID (PID: its process)" },
 	{ 0 },
 };
 
 /* What a task should do besides its normal work. */
 enum task_fate { FATE_NORMAL = 0, FATE_CRASH, FATE_FAIL, FATE_EXIT, FATE_WRITE_SHARED };
 
+/* How a task runs, whatever its fate: bits, any combination. */
+enum task_quirk { QUIRK_SLOW = 1, QUIRK_IGNORE_SIGTERM = 2 };
+
 struct selftest_state {
 	struct selftest_config cfg;
 	unsigned char *fate;   /* per task: enum task_fate */
+	unsigned char *quirks; /* per task: enum task_quirk bits */
 	int crash_signal;
+	long long slow_ms;     /* --slow's MS */
 	unsigned char *setup;  /* --setup-mb of touched memory */
 	size_t setup_bytes;
 	uint64_t checksum;     /* parent only */
@@ -109,10 +126,10 @@ static int parse_signal(const char *name)
 	return -1;
 }
 
-/* Mark the tasks in `list` ("3,7,12") with `fate`.  Returns 0 or -1 after
- * a message naming the option. */
-static int mark_tasks(struct selftest_state *s, const char *option,
-		      const char *list, enum task_fate fate)
+/* Mark the tasks in `list` ("3,7,12") in `marks`: set to `value`, or with
+ * `add_bits`, or'ed in.  Returns 0 or -1 after a message naming the option. */
+static int mark_list(struct selftest_state *s, const char *option, const char *list,
+		     unsigned char *marks, unsigned char value, int add_bits)
 {
 	const char *p = list;
 
@@ -128,32 +145,92 @@ static int mark_tasks(struct selftest_state *s, const char *option,
 				     option, k, s->cfg.tasks);
 			return -1;
 		}
-		s->fate[k] = (unsigned char)fate;
+		marks[k] = add_bits ? (unsigned char)(marks[k] | value) : value;
 		if (*end == '\0')
 			return 0;
 		p = end + 1;
 	}
 }
 
-/* --crash K[,K...][:SIG] */
-static int parse_crash(struct selftest_state *s, const char *spec)
+static int mark_tasks(struct selftest_state *s, const char *option,
+		      const char *list, enum task_fate fate)
 {
-	char list[256];
+	return mark_list(s, option, list, s->fate, (unsigned char)fate, 0);
+}
+
+/* Split "K[,K...][:SUFFIX]" into list (size 256) and *suffix (NULL if
+ * none).  Returns 0 or -1 after a message naming the option. */
+static int split_spec(const char *option, const char *spec, char list[256], const char **suffix)
+{
 	const char *colon = strchr(spec, ':');
 	size_t len = colon ? (size_t)(colon - spec) : strlen(spec);
 
-	s->crash_signal = SIGSEGV;
-	if (colon && (s->crash_signal = parse_signal(colon + 1)) < 0) {
-		cowrun_error("--crash: unknown signal '%s'", colon + 1);
-		return -1;
-	}
-	if (len >= sizeof list) {
-		cowrun_error("--crash: task list too long");
+	if (len >= 256) {
+		cowrun_error("--%s: task list too long", option);
 		return -1;
 	}
 	memcpy(list, spec, len);
 	list[len] = '\0';
+	*suffix = colon ? colon + 1 : NULL;
+	return 0;
+}
+
+/* --crash K[,K...][:SIG] */
+static int parse_crash(struct selftest_state *s, const char *spec)
+{
+	char list[256];
+	const char *sig;
+
+	if (split_spec("crash", spec, list, &sig) != 0)
+		return -1;
+	s->crash_signal = SIGSEGV;
+	if (sig && (s->crash_signal = parse_signal(sig)) < 0) {
+		cowrun_error("--crash: unknown signal '%s'", sig);
+		return -1;
+	}
 	return mark_tasks(s, "crash", list, FATE_CRASH);
+}
+
+/* --slow K[,K...][:MS] */
+static int parse_slow(struct selftest_state *s, const char *spec)
+{
+	char list[256], *end;
+	const char *ms;
+
+	if (split_spec("slow", spec, list, &ms) != 0)
+		return -1;
+	s->slow_ms = 60000;
+	if (ms) {
+		errno = 0;
+		s->slow_ms = strtoll(ms, &end, 10);
+		if (end == ms || *end != '\0' || errno || s->slow_ms < 0 || s->slow_ms > 10000000) {
+			cowrun_error("--slow: '%s' is not a number of milliseconds (0-10000000)", ms);
+			return -1;
+		}
+	}
+	return mark_list(s, "slow", list, s->quirks, QUIRK_SLOW, 1);
+}
+
+/* --slow and --ignore-sigterm: how the listed tasks run. */
+static int parse_quirks(struct selftest_state *s)
+{
+	if (s->cfg.slow && parse_slow(s, s->cfg.slow) != 0)
+		return -1;
+	if (s->cfg.ignore_sigterm &&
+	    mark_list(s, "ignore-sigterm", s->cfg.ignore_sigterm, s->quirks,
+		      QUIRK_IGNORE_SIGTERM, 1) != 0)
+		return -1;
+	return 0;
+}
+
+/* --mark-start DIR: made here (one level), so a bad DIR is a setup error. */
+static int make_mark_dir(const char *dir)
+{
+	if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
+		cowrun_error("--mark-start: cannot create '%s': %s", dir, strerror(errno));
+		return -1;
+	}
+	return 0;
 }
 
 static int parse_fates(struct selftest_state *s)
@@ -216,7 +293,14 @@ static void *selftest_setup(int argc, char **argv)
 		cowrun_error("out of memory for %lld tasks", s->cfg.tasks);
 		goto fail;
 	}
-	if (parse_fates(s) != 0 || touch_setup(s) != 0)
+	s->quirks = cowrun_alloc((size_t)s->cfg.tasks + 1);
+	if (s->quirks == NULL) {
+		cowrun_error("out of memory for %lld tasks", s->cfg.tasks);
+		goto fail;
+	}
+	if (parse_fates(s) != 0 || parse_quirks(s) != 0 || touch_setup(s) != 0)
+		goto fail;
+	if (s->cfg.mark_start && make_mark_dir(s->cfg.mark_start) != 0)
 		goto fail;
 	return s;
 fail:
@@ -275,19 +359,61 @@ static int write_report(struct cowrun_task *task, size_t k, long long bytes)
 	return 0;
 }
 
+/* --mark-start: the empty file DIR/task-NNNNNN.PID says task k has begun
+ * in process PID.  Returns 0 or -1 after cowrun_task_error(). */
+static int mark_start(const struct selftest_state *s, size_t k, struct cowrun_task *task)
+{
+	char path[4096];
+	int fd;
+
+	snprintf(path, sizeof path, "%s/task-%06zu.%ld", s->cfg.mark_start, k, (long)getpid());
+	fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
+	if (fd < 0) {
+		cowrun_task_error(task, "cannot create '%s': %s", path, strerror(errno));
+		return -1;
+	}
+	close(fd);
+	return 0;
+}
+
+/* Sleep ms milliseconds, whatever signals arrive meanwhile. */
+static void sleep_ms(long long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+
+	while (nanosleep(&ts, &ts) != 0)
+		;
+}
+
+/* The task's own time: --work-us, then --sleep-ms (or --slow's MS), with
+ * SIGTERM ignored throughout for --ignore-sigterm, then restored: the
+ * worker's next task gets the disposition it had.  (A disposition belongs
+ * to the process: under --mode omp, --ignore-sigterm affects every thread.) */
+static void spend_time(const struct selftest_state *s, size_t k)
+{
+	int ignore = s->quirks[k] & QUIRK_IGNORE_SIGTERM;
+	struct sigaction ign = { .sa_handler = SIG_IGN }, saved;
+
+	if (ignore)
+		sigaction(SIGTERM, &ign, &saved);
+	if (s->cfg.work_us > 0)
+		spin(s->cfg.work_us);
+	long long ms = s->quirks[k] & QUIRK_SLOW ? s->slow_ms : s->cfg.sleep_ms;
+	if (ms > 0)
+		sleep_ms(ms);
+	if (ignore)
+		sigaction(SIGTERM, &saved, NULL);
+}
+
 static int selftest_run(const void *state, size_t k, struct cowrun_task *task)
 {
 	const struct selftest_state *s = state;
 	unsigned char piece[4096];
 	size_t len = (size_t)s->cfg.result_bytes;
 
-	if (s->cfg.work_us > 0)
-		spin(s->cfg.work_us);
-	if (s->cfg.sleep_ms > 0) {
-		struct timespec ts = { s->cfg.sleep_ms / 1000, (s->cfg.sleep_ms % 1000) * 1000000L };
-		while (nanosleep(&ts, &ts) != 0)
-			;
-	}
+	if (s->cfg.mark_start && mark_start(s, k, task) != 0)
+		return -1;
+	spend_time(s, k);
 	if (s->cfg.read_setup) {
 		unsigned sum = read_setup(s);
 		__asm__ volatile("" : : "r"(sum)); /* keep the reads */
@@ -367,7 +493,8 @@ const struct cowrun_workload cowrun_workload_selftest = {
 	.description =
 		"Each task spins, sleeps and emits a record whose bytes are a pure function\n"
 		"of its index; merge() verifies every byte and the summary is a checksum of\n"
-		"all records in task order.  Tasks can be made to crash, fail or exit.",
+		"all records in task order.  Tasks can be made to crash, fail or exit, to be\n"
+		"slow or to ignore SIGTERM, and to mark their start for a test to wait on.",
 	.flags = COWRUN_WRITES_REPORTS,
 	.options = selftest_options,
 	.defaults = &selftest_defaults,

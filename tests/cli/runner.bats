@@ -3,6 +3,26 @@
 
 load helpers
 
+# wait_for SECONDS WHAT COMMAND [ARGS...]: run COMMAND every 50 ms until it
+# succeeds; after SECONDS, fail with "gave up waiting for WHAT".  The limit
+# only keeps a broken runner from hanging the suite.
+wait_for() {
+	local limit=$1 what=$2 deadline=$((SECONDS + $1))
+	shift 2
+	until "$@"; do
+		if [ "$SECONDS" -ge "$deadline" ]; then
+			echo "gave up after $limit s waiting for $what" >&2
+			return 1
+		fi
+		sleep 0.05
+	done
+}
+
+# selftest --mark-start DIR: DIR/task-NNNNNN.PID appears as each task begins.
+any_started() {
+	[ -n "$(ls "$1" 2>/dev/null)" ]
+}
+
 @test "--help explains usage and exit statuses" {
 	run --separate-stderr cowrun --help
 	[ "$status" -eq 0 ]
@@ -21,10 +41,11 @@ load helpers
 	run --separate-stderr cowrun --list
 	[ "$status" -eq 0 ]
 	for w in sales average selftest; do
-		printf '%s\n' "$output" | grep -q "^$w  *[A-Za-z]"
+		[[ "$output" =~ (^|$'\n')$w\ +[A-Za-z] ]] || { echo "$w is not listed" >&2; return 1; }
 	done
 	# One line per workload: a name, spaces, a summary.
-	! printf '%s\n' "$output" | grep -qv '^[a-z]*  *[^ ]'
+	other=$(printf '%s\n' "$output" | grep -v '^[a-z]*  *[^ ]' || true)
+	[ -z "$other" ] || { echo "not a workload line: $other" >&2; return 1; }
 }
 
 @test "a workload's --help lists its options with defaults" {
@@ -105,14 +126,20 @@ load helpers
 @test "-j forms resolve against the CPU count and the task count" {
 	n=$(nproc)
 	run --separate-stderr cowrun -v -j +2 selftest --tasks 50
+	[ "$status" -eq 0 ]
 	[[ "$stderr" == *"fork: $((n + 2)) workers"* ]]
 	run --separate-stderr cowrun -v -j 50% selftest --tasks 50
-	half=$((n / 2)); [ "$half" -ge 1 ] || half=1
+	[ "$status" -eq 0 ]
+	half=$((n / 2))
+	if [ "$half" -lt 1 ]; then half=1; fi
 	[[ "$stderr" == *"fork: $half workers"* ]]
 	run --separate-stderr cowrun -v -j -1 selftest --tasks 50
-	less=$((n - 1)); [ "$less" -ge 1 ] || less=1
+	[ "$status" -eq 0 ]
+	less=$((n - 1))
+	if [ "$less" -lt 1 ]; then less=1; fi
 	[[ "$stderr" == *"fork: $less workers"* ]]
 	run --separate-stderr cowrun -v -j 0 selftest --tasks 9
+	[ "$status" -eq 0 ]
 	[[ "$stderr" == *"fork: 9 workers"* ]]
 }
 
@@ -138,17 +165,23 @@ load helpers
 	[[ "$output" == "tasks 39 of 40 merged"* ]]
 	# The crashed task has no report, not even a temporary one; the rest do.
 	[ ! -e "$BATS_TEST_TMPDIR/out/task-000017" ]
-	[ -z "$(ls -A "$BATS_TEST_TMPDIR/out" | grep '^\.')" ]
-	[ "$(ls "$BATS_TEST_TMPDIR/out" | wc -l)" -eq 39 ]
+	entries=$(ls -A "$BATS_TEST_TMPDIR/out")
+	[ "$(printf '%s\n' "$entries" | grep -c '^task-[0-9]*$')" -eq 39 ]
+	hidden=$(printf '%s\n' "$entries" | grep '^\.' || true)
+	[ -z "$hidden" ] || { echo "left behind: $hidden" >&2; return 1; }
+	[ "$(printf '%s\n' "$entries" | wc -l)" -eq 39 ]
 }
 
 @test "the merged result of a crashed run equals a serial run without that task's record" {
 	run --separate-stderr cowrun -j 3 selftest --tasks 60 --crash 5
 	[ "$status" -eq 1 ]
 	crashed=$output
+	[[ "$crashed" == "tasks 59 of 60 merged"* ]]
 	run --separate-stderr cowrun -j 3 selftest --tasks 60 --crash 5
+	[ "$status" -eq 1 ]
 	[ "$output" = "$crashed" ]
-	run --separate-stderr cowrun -j 1 selftest --tasks 60 --fail 5
+	run --separate-stderr cowrun --mode serial selftest --tasks 60 --fail 5
+	[ "$status" -eq 1 ]
 	[ "$output" = "$crashed" ]
 }
 
@@ -162,19 +195,20 @@ load helpers
 }
 
 @test "a worker killed from outside: the task fails, a replacement finishes the rest" {
-	args="-v -j 2 selftest --tasks 20 --sleep-ms 100"
-	# Kill the first worker of this run half a second in.
-	( sleep 0.5
-	  parent=$(pgrep -o -f -x "$COWRUN $args")
-	  kill -KILL "$(pgrep -o -P "$parent")" ) &
+	d=$BATS_TEST_TMPDIR
+	# Kill the worker of the first task to start, while it runs (500 ms).
+	( wait_for 30 "a task to start" any_started "$d/started"
+	  first=$(ls "$d/started")
+	  first=${first%%$'\n'*}
+	  kill -KILL "${first##*.}" ) &
 	killer=$!
-	run --separate-stderr cowrun $args
+	run --separate-stderr cowrun -v -j 2 selftest --tasks 8 --sleep-ms 500 --mark-start "$d/started"
 	wait "$killer"
 	assert_no_leftovers
 	[ "$status" -eq 1 ]
 	[[ "$stderr" == *"failed: worker "*" killed by SIGKILL"* ]]
 	[[ "$stderr" == *"1 worker deaths"* ]]
-	[[ "$output" == "tasks 19 of 20 merged"* ]]
+	[[ "$output" == "tasks 7 of 8 merged"* ]]
 }
 
 @test "a task that calls _exit mid-task is failed, not lost" {
@@ -230,7 +264,7 @@ load helpers
 }
 
 @test "a summary that cannot be written is an error, exit 254" {
-	run --separate-stderr bash -c "'$COWRUN' selftest --tasks 3 > /dev/full"
+	run --separate-stderr bash -c "exec '$REAPER' '$COWRUN' selftest --tasks 3 > /dev/full"
 	[ "$status" -eq 254 ]
 	[[ "$stderr" == *"cannot write the summary to standard output: No space left on device"* ]]
 }
