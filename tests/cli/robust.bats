@@ -10,41 +10,6 @@ JOBLOG_HEADER=$'Seq\tHost\tStarttime\tJobRuntime\tSend\tReceive\tExitval\tSignal
 # makes them slower.  A limit (30 s) only keeps a broken runner from hanging
 # the suite, and fails the test saying what never happened.
 
-# wait_for SECONDS WHAT COMMAND [ARGS...]: run COMMAND every 50 ms until it
-# succeeds; after SECONDS, fail with "gave up waiting for WHAT".
-wait_for() {
-	local limit=$1 what=$2 deadline=$((SECONDS + $1))
-	shift 2
-	until "$@"; do
-		if [ "$SECONDS" -ge "$deadline" ]; then
-			echo "gave up after $limit s waiting for $what" >&2
-			return 1
-		fi
-		sleep 0.05
-	done
-}
-
-# selftest --mark-start DIR leaves DIR/task-NNNNNN.PID as each task begins.
-started_count() {
-	local files
-	files=$(ls "$1" 2>/dev/null) || true
-	printf '%s' "$files" | grep -c . || true
-}
-started_at_least() { [ "$(started_count "$1")" -ge "$2" ]; }
-# The pid of the worker that started the lowest-numbered task.
-first_started_pid() {
-	local files
-	files=$(ls "$1")
-	files=${files%%$'\n'*}
-	echo "${files##*.}"
-}
-# Every pid in DIR's marks, one per line.
-started_pids() {
-	local files
-	files=$(ls "$1")
-	printf '%s\n' "$files" | sed 's/.*\.//'
-}
-
 # The cowrun a backgrounded reaper runs (found once the reaper has forked it).
 cowrun_of() {
 	pgrep -P "$1" -x cowrun

@@ -3,26 +3,6 @@
 
 load helpers
 
-# wait_for SECONDS WHAT COMMAND [ARGS...]: run COMMAND every 50 ms until it
-# succeeds; after SECONDS, fail with "gave up waiting for WHAT".  The limit
-# only keeps a broken runner from hanging the suite.
-wait_for() {
-	local limit=$1 what=$2 deadline=$((SECONDS + $1))
-	shift 2
-	until "$@"; do
-		if [ "$SECONDS" -ge "$deadline" ]; then
-			echo "gave up after $limit s waiting for $what" >&2
-			return 1
-		fi
-		sleep 0.05
-	done
-}
-
-# selftest --mark-start DIR: DIR/task-NNNNNN.PID appears as each task begins.
-any_started() {
-	[ -n "$(ls "$1" 2>/dev/null)" ]
-}
-
 @test "--help explains usage and exit statuses" {
 	run --separate-stderr cowrun --help
 	[ "$status" -eq 0 ]
@@ -197,7 +177,7 @@ any_started() {
 @test "a worker killed from outside: the task fails, a replacement finishes the rest" {
 	d=$BATS_TEST_TMPDIR
 	# Kill the worker of the first task to start, while it runs (500 ms).
-	( wait_for 30 "a task to start" any_started "$d/started"
+	( wait_for 30 "a task to start" started_at_least "$d/started" 1
 	  first=$(ls "$d/started")
 	  first=${first%%$'\n'*}
 	  kill -KILL "${first##*.}" ) &
