@@ -79,6 +79,20 @@ plugin() {
 	assert_one_line_error "cowrun: --workload: cannot load '$BATS_TEST_TMPDIR/none.so': No such file or directory"
 }
 
+@test "report names that collide or are no file name are refused before any task; nothing written" {
+	plugin SAME_NAMES
+	run --separate-stderr cowrun -o "$BATS_TEST_TMPDIR/out" --workload "$BATS_TEST_TMPDIR/SAME_NAMES.so"
+	[ "$status" -eq 255 ]
+	assert_one_line_error "cowrun: names: two tasks are both named 'report-0'"
+	[ ! -e "$BATS_TEST_TMPDIR/out" ]
+	plugin SLASH_NAME
+	run --separate-stderr cowrun -o "$BATS_TEST_TMPDIR/out" --workload "$BATS_TEST_TMPDIR/SLASH_NAME.so"
+	[ "$status" -eq 255 ]
+	assert_one_line_error "cowrun: names: task 2 has name 'sub/escape', which cannot be a report file name"
+	[ ! -e "$BATS_TEST_TMPDIR/out" ]
+	[ ! -e "$BATS_TEST_TMPDIR/sub" ]
+}
+
 @test "a good minimal plugin runs" {
 	plugin GOOD
 	run --separate-stderr cowrun -j 2 --workload "$BATS_TEST_TMPDIR/GOOD.so"
