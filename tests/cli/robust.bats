@@ -122,18 +122,26 @@ teardown() {
 	[ "$took" -lt 30000 ] || { echo "the run took $took ms" >&2; return 1; }
 }
 
-@test "--halt now,fail=1: the other running task is killed, nothing more starts, no summary" {
+# halt_after_kill POLICY SLEEP_MS: 6 tasks of SLEEP_MS at -j 2 with
+# --halt POLICY and a joblog; once both workers run a task, SIGKILL the
+# first one, so its task fails.  Sets d, victim, status, err.
+halt_after_kill() {
 	d=$BATS_TEST_TMPDIR
-	"$REAPER" "$COWRUN" -j 2 --halt now,fail=1 --joblog "$d/log" selftest --tasks 6 --sleep-ms 5000 --mark-start "$d/started" >"$d/out" 2>"$d/err" &
+	"$REAPER" "$COWRUN" -j 2 --halt "$1" --joblog "$d/log" selftest --tasks 6 --sleep-ms "$2" \
+		--mark-start "$d/started" >"$d/out" 2>"$d/err" &
 	bg=$!
-	# Both workers are in a 5 s task: kill one, its task fails, and the
-	# halt must kill the other at once.
 	wait_for 30 "two tasks to start" started_at_least "$d/started" 2
 	victim=$(first_started_pid "$d/started")
 	kill -KILL "$victim"
 	status=0
 	wait "$bg" || status=$?
 	err=$(cat "$d/err")
+}
+
+@test "--halt now,fail=1: the other running task is killed, nothing more starts, no summary" {
+	# Both workers are in a 5 s task: one is killed, its task fails, and
+	# the halt must kill the other at once.
+	halt_after_kill now,fail=1 5000
 	[ "$status" -eq 1 ] || { echo "status $status: $err" >&2; return 1; }
 	[ ! -s "$d/out" ]
 	[[ "$err" == *"task "*" failed: worker $victim killed by SIGKILL"* ]]
@@ -146,15 +154,7 @@ teardown() {
 }
 
 @test "--halt soon,fail=1: the other running task finishes, nothing more starts" {
-	d=$BATS_TEST_TMPDIR
-	"$REAPER" "$COWRUN" -j 2 --halt soon,fail=1 --joblog "$d/log" selftest --tasks 6 --sleep-ms 2000 --mark-start "$d/started" >"$d/out" 2>"$d/err" &
-	bg=$!
-	wait_for 30 "two tasks to start" started_at_least "$d/started" 2
-	victim=$(first_started_pid "$d/started")
-	kill -KILL "$victim"
-	status=0
-	wait "$bg" || status=$?
-	err=$(cat "$d/err")
+	halt_after_kill soon,fail=1 2000
 	[ "$status" -eq 1 ] || { echo "status $status: $err" >&2; return 1; }
 	[ ! -s "$d/out" ]
 	[[ "$err" == *"--halt soon: 1 failed, 0 succeeded; letting running tasks finish"* ]]
