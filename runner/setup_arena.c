@@ -47,14 +47,14 @@ void setup_arena_destroy(void)
 
 /* Append text or a decimal number to buf: async-signal-safe, unlike
  * snprintf. */
-static char *append_text(char *at, char *end, const char *text)
+static char *append_text(char *at, const char *end, const char *text)
 {
 	while (*text && at < end)
 		*at++ = *text++;
 	return at;
 }
 
-static char *append_number(char *at, char *end, uint64_t v)
+static char *append_number(char *at, const char *end, uint64_t v)
 {
 	char digits[24];
 	int n = 0;
@@ -73,7 +73,8 @@ int setup_arena_fault_text(const void *addr, char *buf, size_t size)
 
 	if (size == 0 || !arena_contains(&the_arena, addr, &offset))
 		return 0;
-	char *at = buf, *end = buf + size - 1;
+	char *at = buf;
+	const char *end = buf + size - 1;
 	at = append_text(at, end, "wrote to shared setup memory at offset ");
 	at = append_number(at, end, offset);
 	at = append_text(at, end, " of the setup arena, which is read-only after setup "
