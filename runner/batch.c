@@ -6,6 +6,7 @@
 #include "signals.h"
 #include "task.h"
 #include "util.h"
+#include "watchdog.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -185,7 +186,10 @@ int serial_run(struct batch *b)
 			continue; /* resolved already: loaded by --resume */
 		do {
 			a.start_ns = now_ns();
+			watchdog_enter(0, a.task);
 			a.exitval = task_execute(&task, b->state, a.task) == 0 ? 0 : 1;
+			fflush(stdout); /* run()'s prints: to stderr (taskout.h) */
+			watchdog_leave(0);
 			a.end_ns = now_ns();
 			a.received = a.exitval ? 0 : task.record_len;
 		} while (a.exitval && batch_attempt_failed(b, &a, task.error));

@@ -7,8 +7,9 @@
  *   parent:  setup() once            builds the shared, read-only state
  *   parent:  ntasks(), task_name()   sizes and names the batch
  *   worker:  run(state, k, task)     once per task, in a forked child (fork
- *                                    mode), the parent itself (serial mode)
- *                                    or an OpenMP thread (omp mode)
+ *                                    mode), the process that merges (serial
+ *                                    mode) or an OpenMP thread in it (omp
+ *                                    mode); see run() for what it must not do
  *   parent:  merge(state, k, rec)    once per successful task, in task order
  *   parent:  finish(state, stdout)   the final summary
  *   parent:  teardown(state)         frees what setup built
@@ -154,7 +155,22 @@ struct cowrun_workload {
 
 	/* Worker.  Runs task k: reads `state`, never writes it; writes its
 	 * report through cowrun_report(), its result with cowrun_emit().
-	 * Returns 0, or -1 after cowrun_task_error(). */
+	 * Returns 0, or -1 after cowrun_task_error().
+	 *
+	 * run() must not write the setup arena, end its process (exit(),
+	 * _exit(), abort(), a crash), change signal dispositions beyond its
+	 * own call, or print to stdout.  What each mode isolates:
+	 *   fork:   the task fails with the reason (the arena offset written,
+	 *           the exit status, the signal); the run goes on.
+	 *   serial, omp: the tasks share one process, which the run cannot
+	 *           outlive: the task phase runs in a child watched by cowrun,
+	 *           which names the task(s) running, prints no summary, removes
+	 *           temporary files, and exits 254.  In omp, a global or static
+	 *           variable is shared by every thread (COWRUN_NOT_THREAD_SAFE).
+	 * stdout: during the task phase, in every mode, fd 1 is a copy of
+	 * stderr: run()'s prints reach stderr (untagged; interleaved between
+	 * omp threads) and never the summary.  The runner flushes stdout after
+	 * each task. */
 	int (*run)(const void *state, size_t k, struct cowrun_task *task);
 
 	/* Parent, in task order, once for each task that succeeded.  The

@@ -22,7 +22,9 @@
 #include "sidefiles.h"
 #include "signals.h"
 #include "task.h"
+#include "taskout.h"
 #include "util.h"
+#include "watchdog.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -478,19 +480,32 @@ static int report_stop(const struct cli *cli, const struct batch *b)
 	return exit_status(b, 0);
 }
 
+/* The temporary side files, for the watchdog to remove if the run ends
+ * before it could commit or remove them itself. */
+static void note_temporary_files(const struct sidefiles *files)
+{
+	if (files->paths.save)
+		watchdog_note_temp(files->save.temp);
+	if (files->paths.timeline)
+		watchdog_note_temp(files->timeline.temp);
+}
+
 /* The task phase, with its side files.  Returns the exit status. */
-static int execute(const struct cli *cli, struct batch *b, struct sidefiles *files,
-		   const char *identity, long long journal_keep)
+static int execute_here(const struct cli *cli, struct batch *b, struct sidefiles *files,
+			const char *identity, long long journal_keep)
 {
 	/* Checks first, then sidefiles_open()'s order: a refused run leaves
 	 * no output directory and no earlier joblog destroyed. */
 	if (outdir_check_reports(b, files) != 0 ||
 	    sidefiles_open(files, b, identity, journal_keep, outdir_make, b) != 0)
 		return EXIT_USAGE;
+	note_temporary_files(files);
 	progress_init(&b->progress, cli->bar, batch_count(b));
+	int saved_stdout = taskout_begin();
 	b->started_ns = now_ns();
 	int failed = run_tasks(cli, b, files) != 0;
 	b->ended_ns = now_ns();
+	taskout_end(saved_stdout);
 	progress_finish(&b->progress, b->succeeded + b->failed, b->failed);
 	int complete = !failed && !b->stopped;
 	if (sidefiles_close(files, b, complete) != 0)
@@ -502,6 +517,25 @@ static int execute(const struct cli *cli, struct batch *b, struct sidefiles *fil
 	if (cli->save_path == NULL && finish_batch(b) != 0)
 		failed = 1;
 	return exit_status(b, failed);
+}
+
+/* Serial and omp modes run the task phase in a child under a watchdog
+ * (watchdog.h): a task that ends its process is then named, exit 254.
+ * Fork mode's workers are watched by the pool itself. */
+static int execute(const struct cli *cli, struct batch *b, struct sidefiles *files,
+		   const char *identity, long long journal_keep)
+{
+	int status;
+
+	if (cli->mode != MODE_FORK) {
+		size_t count = batch_count(b);
+		size_t slots = cli->mode == MODE_OMP && count ? choose_workers(cli, count) : 1;
+		if (watchdog_start(b, slots, !cli->no_freeze, &status) != 0)
+			return status; /* the watching parent: the child's status */
+	}
+	status = execute_here(cli, b, files, identity, journal_keep);
+	watchdog_done();
+	return status;
 }
 
 /* The tasks this run executes: --tasks/--shard, minus what --resume

@@ -4,6 +4,7 @@
 #include "omprun.h"
 #include "task.h"
 #include "util.h"
+#include "watchdog.h"
 
 #include <omp.h>
 #include <unistd.h>
@@ -19,7 +20,10 @@ static int run_with_retries(struct batch *b, struct cowrun_task *task, size_t k)
 
 	do {
 		a.start_ns = now_ns();
+		watchdog_enter(a.worker, k);
 		a.exitval = task_execute(task, b->state, k) == 0 ? 0 : 1;
+		fflush(stdout); /* run()'s prints: to stderr (taskout.h) */
+		watchdog_leave(a.worker);
 		a.end_ns = now_ns();
 		a.received = a.exitval ? 0 : task->record_len;
 		/* One thread at a time merges, in task order. */

@@ -7,6 +7,7 @@
 #include "util.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -42,6 +43,44 @@ const struct arena *setup_arena(void)
 void setup_arena_destroy(void)
 {
 	arena_destroy(&the_arena);
+}
+
+/* Append text or a decimal number to buf: async-signal-safe, unlike
+ * snprintf. */
+static char *append_text(char *at, const char *end, const char *text)
+{
+	while (*text && at < end)
+		*at++ = *text++;
+	return at;
+}
+
+static char *append_number(char *at, const char *end, uint64_t v)
+{
+	char digits[24];
+	int n = 0;
+
+	do
+		digits[n++] = (char)('0' + v % 10);
+	while ((v /= 10) != 0);
+	while (n > 0 && at < end)
+		*at++ = digits[--n];
+	return at;
+}
+
+int setup_arena_fault_text(const void *addr, char *buf, size_t size)
+{
+	size_t offset;
+
+	if (size == 0 || !arena_contains(&the_arena, addr, &offset))
+		return 0;
+	char *at = buf;
+	const char *end = buf + size - 1;
+	at = append_text(at, end, "wrote to shared setup memory at offset ");
+	at = append_number(at, end, offset);
+	at = append_text(at, end, " of the setup arena, which is read-only after setup "
+			 "(per-task data belongs outside it; --no-freeze allows it)");
+	*at = '\0';
+	return 1;
 }
 
 void *cowrun_alloc(size_t size)

@@ -2,7 +2,7 @@
  * setup_arena.h - the process's one setup arena, behind cowrun_alloc() and
  * friends (cowrun.h), and what the runner does with it: create it before
  * setup, freeze it after, describe it for --verbose, and tell a worker's
- * SIGSEGV handler whether a faulting address was in it.
+ * SIGSEGV handler whether a faulting address was in it, and in what words.
  */
 #ifndef COWRUN_SETUP_ARENA_H
 #define COWRUN_SETUP_ARENA_H
@@ -22,5 +22,15 @@ int setup_arena_freeze(void);
 const struct arena *setup_arena(void);
 
 void setup_arena_destroy(void);
+
+/*
+ * For a SIGSEGV handler (async-signal-safe): if `addr` lies in the frozen
+ * arena, write "wrote to shared setup memory at offset N of the setup
+ * arena, which is read-only after setup (...)" into buf (always
+ * NUL-terminated, cut to `size`) and return 1; else return 0 and leave buf
+ * alone.  Fork mode's workers and the serial/omp watchdog's child say the
+ * same thing this way.
+ */
+int setup_arena_fault_text(const void *addr, char *buf, size_t size);
 
 #endif

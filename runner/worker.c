@@ -107,6 +107,7 @@ static int run_and_send(struct pool *p, size_t slot, struct cowrun_task *task,
 	atomic_store_explicit(&me->current_start, start, memory_order_relaxed);
 	atomic_store_explicit(&me->current, k, memory_order_release);
 	int ok = task_execute(task, p->batch->state, (size_t)k) == 0;
+	fflush(stdout); /* run()'s prints, to stderr (taskout.h), before any _exit */
 	if (p->send_timing) {
 		struct wire_timing t = { start, now_ns(), (uint32_t)slot, ok };
 		rc = wire_put(out, WIRE_TIMING, k, &t, sizeof t);
@@ -124,44 +125,15 @@ static int run_and_send(struct pool *p, size_t slot, struct cowrun_task *task,
 /* The fault handler's view: set once, before the handler is installed. */
 static struct shared_slot *fault_slot;
 
-/* Append text or a decimal number to buf: async-signal-safe, unlike
- * snprintf. */
-static char *append_text(char *at, char *end, const char *text)
-{
-	while (*text && at < end)
-		*at++ = *text++;
-	return at;
-}
-
-static char *append_number(char *at, char *end, uint64_t v)
-{
-	char digits[24];
-	int n = 0;
-
-	do
-		digits[n++] = (char)('0' + v % 10);
-	while ((v /= 10) != 0);
-	while (n > 0 && at < end)
-		*at++ = digits[--n];
-	return at;
-}
-
 /* SIGSEGV: a write to the frozen arena is the task's bug, said plainly
  * through the shared slot; any other fault crashes as it would have. */
 static void on_segv(int sig, siginfo_t *info, void *context)
 {
-	size_t offset;
 	(void)context;
 
-	if (info->si_code > 0 && arena_contains(setup_arena(), info->si_addr, &offset)) {
-		char *at = fault_slot->fault, *end = at + sizeof fault_slot->fault - 1;
-		at = append_text(at, end, "wrote to shared setup memory at offset ");
-		at = append_number(at, end, offset);
-		at = append_text(at, end, " of the setup arena, which is read-only after setup "
-				 "(per-task data belongs outside it; --no-freeze allows it)");
-		*at = '\0';
+	if (info->si_code > 0 &&
+	    setup_arena_fault_text(info->si_addr, fault_slot->fault, sizeof fault_slot->fault))
 		_exit(WORKER_EXIT_FROZEN);
-	}
 	signal(sig, SIG_DFL);
 	raise(sig); /* delivered with the default action once we return */
 }

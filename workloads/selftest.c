@@ -6,8 +6,9 @@
  * merge() regenerates them and refuses any record that differs, so a
  * framing or ordering bug cannot pass unnoticed, and the summary's checksum
  * of all records in task order makes the merge order visible.  Tasks can
- * be told to crash (--crash K[:SIGNAL]), to fail (--fail K) or to leave the
- * worker without finishing (--exit K); to take longer than the others
+ * be told to crash (--crash K[:SIGNAL]), to fail (--fail K), to leave the
+ * worker without finishing (--exit K: _exit(0); --call-exit K[:STATUS]:
+ * exit()), or to print to stdout (--print K); to take longer than the others
  * (--slow K[:MS]) or to ignore SIGTERM while they run (--ignore-sigterm K),
  * for --timeout's SIGKILL.  --mark-start DIR makes each task's start visible
  * to a test, which can then wait for a state instead of sleeping.
@@ -28,7 +29,8 @@
 
 struct selftest_config {
 	long long tasks, work_us, sleep_ms, result_bytes, report_bytes, setup_mb, dirty_mb;
-	const char *crash, *fail, *exit_task, *write_shared, *slow, *ignore_sigterm, *mark_start;
+	const char *crash, *fail, *exit_task, *call_exit, *print, *write_shared, *slow, *ignore_sigterm,
+		*mark_start;
 	int read_setup;
 };
 
@@ -61,6 +63,10 @@ static const struct cowrun_option selftest_options[] = {
 	  "K", "task K returns an error; K may be a list 3,7" },
 	{ "exit", COWRUN_OPT_STRING, offsetof(struct selftest_config, exit_task), 0, 0,
 	  "K", "task K ends its process with _exit(0) mid-task; K may be a list" },
+	{ "call-exit", COWRUN_OPT_STRING, offsetof(struct selftest_config, call_exit), 0, 0,
+	  "K[:STATUS]", "task K calls exit(STATUS) (default 3) mid-task, atexit handlers and all; K may be a list" },
+	{ "print", COWRUN_OPT_STRING, offsetof(struct selftest_config, print), 0, 0,
+	  "K", "task K prints a line to stdout with printf() and succeeds; K may be a list" },
 	{ "slow", COWRUN_OPT_STRING, offsetof(struct selftest_config, slow), 0, 0,
 	  "K[:MS]", "task K sleeps MS milliseconds (default 60000) instead of --sleep-ms; K may be a list" },
 	{ "ignore-sigterm", COWRUN_OPT_STRING, offsetof(struct selftest_config, ignore_sigterm), 0, 0,
@@ -71,7 +77,8 @@ static const struct cowrun_option selftest_options[] = {
 };
 
 /* What a task should do besides its normal work. */
-enum task_fate { FATE_NORMAL = 0, FATE_CRASH, FATE_FAIL, FATE_EXIT, FATE_WRITE_SHARED };
+enum task_fate { FATE_NORMAL = 0, FATE_CRASH, FATE_FAIL, FATE_EXIT, FATE_WRITE_SHARED, FATE_CALL_EXIT,
+		 FATE_PRINT };
 
 /* How a task runs, whatever its fate: bits, any combination. */
 enum task_quirk { QUIRK_SLOW = 1, QUIRK_IGNORE_SIGTERM = 2 };
@@ -81,6 +88,7 @@ struct selftest_state {
 	unsigned char *fate;   /* per task: enum task_fate */
 	unsigned char *quirks; /* per task: enum task_quirk bits */
 	int crash_signal;
+	int exit_status;       /* --call-exit's STATUS */
 	long long slow_ms;     /* --slow's MS */
 	unsigned char *setup;  /* --setup-mb of touched memory */
 	size_t setup_bytes;
@@ -191,6 +199,27 @@ static int parse_crash(struct selftest_state *s, const char *spec)
 	return mark_tasks(s, "crash", list, FATE_CRASH);
 }
 
+/* --call-exit K[,K...][:STATUS] */
+static int parse_call_exit(struct selftest_state *s, const char *spec)
+{
+	char list[256], *end;
+	const char *status;
+
+	if (split_spec("call-exit", spec, list, &status) != 0)
+		return -1;
+	s->exit_status = 3;
+	if (status) {
+		errno = 0;
+		long v = strtol(status, &end, 10);
+		if (end == status || *end != '\0' || errno || v < 0 || v > 255) {
+			cowrun_error("--call-exit: '%s' is not an exit status (0-255)", status);
+			return -1;
+		}
+		s->exit_status = (int)v;
+	}
+	return mark_tasks(s, "call-exit", list, FATE_CALL_EXIT);
+}
+
 /* --slow K[,K...][:MS] */
 static int parse_slow(struct selftest_state *s, const char *spec)
 {
@@ -240,6 +269,10 @@ static int parse_fates(struct selftest_state *s)
 	if (s->cfg.fail && mark_tasks(s, "fail", s->cfg.fail, FATE_FAIL) != 0)
 		return -1;
 	if (s->cfg.exit_task && mark_tasks(s, "exit", s->cfg.exit_task, FATE_EXIT) != 0)
+		return -1;
+	if (s->cfg.call_exit && parse_call_exit(s, s->cfg.call_exit) != 0)
+		return -1;
+	if (s->cfg.print && mark_tasks(s, "print", s->cfg.print, FATE_PRINT) != 0)
 		return -1;
 	if (s->cfg.write_shared &&
 	    mark_tasks(s, "write-shared", s->cfg.write_shared, FATE_WRITE_SHARED) != 0)
@@ -432,6 +465,11 @@ static int selftest_run(const void *state, size_t k, struct cowrun_task *task)
 			s->fate[k] = FATE_NORMAL;
 		break;
 	case FATE_EXIT: _exit(0);
+	case FATE_CALL_EXIT: exit(s->exit_status);
+	case FATE_PRINT:
+		/* Buffered on purpose: the runner must flush it (to stderr). */
+		printf("selftest: task %zu printed this to stdout\n", k);
+		break;
 	case FATE_FAIL:
 		cowrun_task_error(task, "failed on purpose (--fail %zu)", k);
 		return -1;
