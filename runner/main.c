@@ -597,21 +597,23 @@ int main(int argc, char **argv)
 		options_print_help(cli.workload, stdout);
 		return 0;
 	}
-	if (check_side_files(&cli, &files) != 0)
+	if (check_side_files(&cli, &files) != 0 ||
+	    sidefiles_lock(&files, cli.resume ? cli.workload->name : NULL) != 0)
 		return EXIT_USAGE;
+	rc = EXIT_USAGE;
 	if (setup_arena_init(!cli.no_huge_pages) != 0)
-		return EXIT_USAGE;
+		goto out;
 	uint64_t t0 = now_ns();
 	b.workload = cli.workload;
 	b.outdir = cli.outdir;
 	b.verbose = cli.verbose;
 	b.state = cli.workload->setup(cli.wargc, cli.wargv);
 	if (b.state == NULL)
-		return EXIT_USAGE;
+		goto out;
 	b.ntasks = cli.workload->ntasks(b.state);
 	uint64_t t1 = now_ns();
 	if (!cli.no_freeze && setup_arena_freeze() != 0)
-		return EXIT_USAGE;
+		goto out;
 	if (cli.verbose) {
 		char arena_line[256];
 		warnx_("%s: setup %.3f s, %zu tasks", b.workload->name, (t1 - t0) / 1e9, b.ntasks);
@@ -626,6 +628,9 @@ int main(int argc, char **argv)
 	batch_free(&b);
 	if (cli.workload->teardown)
 		cli.workload->teardown(b.state);
+out:
+	/* The joblog's lock, held since before the setup, goes last. */
+	sidefiles_close(&files, &b, 0);
 	setup_arena_destroy();
 	return rc;
 }
