@@ -44,9 +44,16 @@ static int open_untruncated(struct joblog *j)
 {
 	int fd = open(j->path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
 
+	struct stat st;
+
 	j->created = fd >= 0;
 	if (fd < 0 && errno == EEXIST)
 		fd = open(j->path, O_RDWR | O_CLOEXEC);
+	/* A symbolic link to a file not there yet: O_EXCL refuses it. */
+	if (fd < 0 && errno == ENOENT) {
+		fd = open(j->path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+		j->created = fd >= 0 && fstat(fd, &st) == 0 && st.st_size == 0;
+	}
 	if (fd < 0 && errno == EACCES)
 		fd = open(j->path, O_WRONLY | O_CLOEXEC);
 	return fd;
