@@ -277,7 +277,7 @@ static int put_journal(void *ctx, enum wire_type type, size_t task, const void *
  * cowrun writes. */
 static int timeline_open(struct sidefiles_temp *t, const char *path)
 {
-	snprintf(t->temp, sizeof t->temp, "%s.%ld.tmp", path, (long)getpid());
+	snprintf(t->temp, sizeof t->temp, "%s.%s.%ld.tmp", path, host_tag(), (long)getpid());
 	t->f = fopen(t->temp, "we");
 	if (t->f == NULL) {
 		warnx_("cannot create '%s': %s", t->temp, strerror(errno));

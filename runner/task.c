@@ -118,7 +118,7 @@ static int commit_report(struct cowrun_task *t)
 void task_report_paths(char *temp, char *final, size_t size, const char *outdir,
 		       const char *name, long pid)
 {
-	snprintf(temp, size, "%s/.%s.%ld.tmp", outdir, name, pid);
+	snprintf(temp, size, "%s/.%s.%s.%ld.tmp", outdir, name, host_tag(), pid);
 	snprintf(final, size, "%s/%s", outdir, name);
 }
 

@@ -171,6 +171,21 @@ char *describe_wait_status(int status, char *buf, size_t size)
 	return buf;
 }
 
+const char *host_tag(void)
+{
+	static char tag[256];
+
+	if (tag[0] != '\0')
+		return tag;
+	if (gethostname(tag, sizeof tag - 1) != 0 || tag[0] == '\0')
+		snprintf(tag, sizeof tag, "localhost");
+	for (char *c = tag; *c; c++)
+		if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
+		      (*c >= '0' && *c <= '9') || *c == '-' || *c == '_'))
+			*c = '_';
+	return tag;
+}
+
 int cpu_count(void)
 {
 	cpu_set_t set;

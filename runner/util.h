@@ -43,6 +43,13 @@ int signal_from_name(const char *name);
  * (Killed)".  Writes into buf, returns buf. */
 char *describe_wait_status(int status, char *buf, size_t size);
 
+/* This host's name as it goes into temporary file names
+ * (".NAME.HOST.PID.tmp"): gethostname() with every character but letters,
+ * digits, '-' and '_' made '_', so HOST holds no '.' and one host's
+ * pattern never matches another's; "localhost" if it has none.  A static
+ * buffer, filled on the first call (make it before forking threads). */
+const char *host_tag(void);
+
 /* Number of CPUs this process may run on (sched_getaffinity), at least 1. */
 int cpu_count(void);
 

@@ -194,3 +194,40 @@ refused_joblog() {
 	[ "$status" -eq 255 ]
 	cmp "$d/log" "$d/before"
 }
+
+# This host's tag in temporary names: its name with '.' and the like as '_'.
+host_tag() {
+	printf '%s' "$(uname -n)" | tr -c 'A-Za-z0-9_-' '_'
+}
+
+# A pid no process has here now.
+dead_pid() {
+	local pid
+	pid=$(( $(cat /proc/sys/kernel/pid_max) - 1 ))
+	while kill -0 "$pid" 2>/dev/null; do pid=$((pid - 1)); done
+	echo "$pid"
+}
+
+@test "safety: a run removes this host's stale temporary files of dead pids, and nothing else" {
+	d=$BATS_TEST_TMPDIR
+	host=$(host_tag)
+	dead=$(dead_pid)
+	mkdir "$d/out"
+	stale=(".task-000001.$host.$dead.tmp" ".some.other.report.$host.$dead.tmp")
+	kept=(".task-000002.$host.$$.tmp"             # alive on this host
+	      ".task-000003.otherhost.$dead.tmp"      # another host's: alive there
+	      ".task-000003.x$host.$dead.tmp"         # another host, ours as a suffix
+	      ".$host.$dead.tmp"                      # no NAME
+	      "task-000004.$host.$dead.tmp"           # not hidden: not ours
+	      ".task-000005.$host.$dead.tmpx" ".task-000005.$host.${dead}x.tmp"
+	      ".task-000005.$host..tmp" ".task-000006.$dead.tmp")
+	for f in "${stale[@]}" "${kept[@]}"; do echo x >"$d/out/$f"; done
+	run --separate-stderr cowrun -v -o "$d/out" selftest --tasks 3 --report-bytes 10
+	[ "$status" -eq 0 ] || { echo "status $status: $stderr" >&2; return 1; }
+	[[ "$stderr" == *"cowrun: removed 2 stale temporary files of dead runs from '$d/out'"* ]]
+	for f in "${stale[@]}"; do [ ! -e "$d/out/$f" ] || { echo "not removed: $f" >&2; return 1; }; done
+	for f in "${kept[@]}"; do [ -e "$d/out/$f" ] || { echo "removed: $f" >&2; return 1; }; done
+	# Its own reports went through temporary names of the same pattern.
+	[ -s "$d/out/task-000002" ]
+	[ "$(ls -A "$d/out" | wc -l)" -eq $(( ${#kept[@]} + 3 )) ]
+}
