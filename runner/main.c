@@ -576,6 +576,24 @@ static int check_side_files(const struct cli *cli, struct sidefiles *files)
 	return sidefiles_check(files);
 }
 
+/* After --help, --list or --version: did standard output take it all?
+ * Returns 0, or EXIT_USAGE after one message (a full disk, a closed
+ * stdout). */
+static int stdout_written(void)
+{
+	int failed = fflush(stdout) != 0 || ferror(stdout);
+	int err = errno;
+
+	if (fclose(stdout) != 0 && !failed) {
+		failed = 1;
+		err = errno;
+	}
+	if (!failed)
+		return 0;
+	warnx_("cannot write to standard output: %s", strerror(err ? err : EIO));
+	return EXIT_USAGE;
+}
+
 int main(int argc, char **argv)
 {
 	struct cli cli;
@@ -584,7 +602,7 @@ int main(int argc, char **argv)
 	int rc = parse_cli(argc, argv, &cli);
 
 	if (rc != 0)
-		return rc < 0 ? 0 : rc;
+		return rc < 0 ? stdout_written() : rc;
 	/* Past a file size limit, let write() fail with EFBIG, so the task
 	 * fails with a message naming the file instead of dying. */
 	signal(SIGXFSZ, SIG_IGN);
@@ -595,7 +613,7 @@ int main(int argc, char **argv)
 	task_set_current_workload(cli.workload->name);
 	if (options_want_help(cli.wargc, cli.wargv)) {
 		options_print_help(cli.workload, stdout);
-		return 0;
+		return stdout_written();
 	}
 	if (check_side_files(&cli, &files) != 0 ||
 	    sidefiles_lock(&files, cli.resume ? cli.workload->name : NULL) != 0)

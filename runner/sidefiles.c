@@ -158,6 +158,11 @@ static int identify(const struct side_entry *e, struct file_id *id)
 	struct stat st;
 
 	memset(id, 0, sizeof *id);
+	/* Too long to open, and to compare with the others. */
+	if (strlen(e->path) >= PATH_MAX) {
+		warnx_("%s: cannot use '%s': %s", e->option, e->path, strerror(ENAMETOOLONG));
+		return -1;
+	}
 	if (stat(e->path, &st) != 0) {
 		canonical_path(e->path, id->canonical, sizeof id->canonical, 0);
 		return 0;

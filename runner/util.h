@@ -12,7 +12,9 @@
 /* The program name used in every message ("cowrun"). */
 extern const char *progname;
 
-/* Print "cowrun: <message>" on stderr. */
+/* Print "cowrun: <message>" on stderr, one line: control characters are
+ * shown as '?', and a message over about 1000 bytes has the values it
+ * quotes ('...') shortened in their middle, never its reason. */
 void warnx_(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Write all `len` bytes to fd, retrying short writes and EINTR.

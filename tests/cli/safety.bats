@@ -231,3 +231,37 @@ dead_pid() {
 	[ -s "$d/out/task-000002" ]
 	[ "$(ls -A "$d/out" | wc -l)" -eq $(( ${#kept[@]} + 3 )) ]
 }
+
+@test "safety: a 100 KB value is shortened in its middle; the reason is always shown" {
+	d=$BATS_TEST_TMPDIR
+	long="$d/$(head -c 100000 /dev/zero | tr '\0' a)"
+	for opt in -o --joblog --stats --save-results --timeline --workload; do
+		run --separate-stderr cowrun $opt "$long/x.csv" selftest --tasks 2 --report-bytes 3
+		[ "$status" -eq 255 ] || { echo "$opt: status $status" >&2; return 1; }
+		[ -z "$output" ]
+		assert_one_line_error "cowrun: *'$d/aaaa*aaa...aaa*aaaa/x.csv': File name too long"
+		[ "${#stderr}" -le 1100 ] || { echo "$opt: ${#stderr} bytes" >&2; return 1; }
+	done
+	# A workload's own message (cowrun_error()) too.
+	run --separate-stderr cowrun selftest --mark-start "$long/m"
+	[ "$status" -eq 255 ]
+	assert_one_line_error "cowrun: selftest: --mark-start: cannot create '$d/aaa*...*aaa/m': File name too long"
+	[ "${#stderr}" -le 1100 ]
+	# Two long values: each is shortened, the words between them kept.
+	run --separate-stderr cowrun --joblog "$long" --stats "$long" selftest
+	[ "$status" -eq 255 ]
+	assert_one_line_error "cowrun: --joblog: cannot use '$d/aaa*...*aaa': File name too long"
+}
+
+@test "safety: --help, --list, --version and a workload's --help fail in one line when stdout cannot be written" {
+	for args in --help --list --version "selftest --help"; do
+		run --separate-stderr cowrun $args
+		[ "$status" -eq 0 ] && [ -n "$output" ] && [ -z "$stderr" ]
+		run --separate-stderr bash -c '"$@" >/dev/full' _ "$REAPER" "$COWRUN" $args
+		[ "$status" -eq 255 ] || { echo "$args >/dev/full: status $status" >&2; return 1; }
+		assert_one_line_error "cowrun: cannot write to standard output: No space left on device"
+		run --separate-stderr bash -c '"$@" >&-' _ "$REAPER" "$COWRUN" $args
+		[ "$status" -eq 255 ] || { echo "$args >&-: status $status" >&2; return 1; }
+		assert_one_line_error "cowrun: cannot write to standard output: Bad file descriptor"
+	done
+}
