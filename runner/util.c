@@ -33,7 +33,7 @@ static int word_char(char c)
 
 /* The quote that opens a value: not inside a word (as in "joblog's").
  * The one that closes it: not followed by a letter or digit. */
-static char *opening_quote(char *line, char *from)
+static char *opening_quote(const char *line, char *from)
 {
 	for (char *q = strchr(from, '\''); q != NULL; q = strchr(q + 1, '\''))
 		if (q == line || !word_char(q[-1]))

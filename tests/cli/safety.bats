@@ -217,6 +217,7 @@ dead_pid() {
 	kept=(".task-000002.$host.$$.tmp"             # alive on this host
 	      ".task-000003.otherhost.$dead.tmp"      # another host's: alive there
 	      ".task-000003.x$host.$dead.tmp"         # another host, ours as a suffix
+	      ".task-000003.${host//?/q}.$dead.tmp"  # another host, as long as ours
 	      ".$host.$dead.tmp"                      # no NAME
 	      "task-000004.$host.$dead.tmp"           # not hidden: not ours
 	      ".task-000005.$host.$dead.tmpx" ".task-000005.$host.${dead}x.tmp"
