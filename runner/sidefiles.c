@@ -338,6 +338,9 @@ static int open_in_place(struct sidefiles *s, struct batch *b, const char *ident
 	}
 	if (joblog == NULL)
 		return 0;
+	/* Locked already, unless the caller skipped sidefiles_lock(). */
+	if (s->joblog.fd < 0 && sidefiles_lock(s, NULL) != 0)
+		return -1;
 	/* --resume appends to the joblog, as GNU Parallel does. */
 	if (joblog_open(&s->joblog, joblog[0] == '+', s->paths.resume) != 0)
 		return -1;

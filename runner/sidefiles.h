@@ -106,6 +106,7 @@ int sidefiles_check_reports(const struct sidefiles *s, const char *outdir,
  * locked joblog, which a fresh run truncates and --resume cuts back to
  * its last complete line, and its journal, truncated to
  * `journal_keep` bytes when --resume appends to it, else started anew).
+ * The joblog is locked here if sidefiles_lock() was not called.
  * `identity` heads the saved results and a new journal.  Returns 0, or -1
  * after a message; everything opened is then closed again and temporary
  * files removed, as by sidefiles_close(s, b, 0).
