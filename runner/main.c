@@ -610,6 +610,24 @@ static int check_side_files(const struct cli *cli, struct sidefiles *files)
 	return sidefiles_check(files);
 }
 
+/* After --help, --list or --version: did standard output take it all?
+ * Returns 0, or EXIT_USAGE after one message (a full disk, a closed
+ * stdout). */
+static int stdout_written(void)
+{
+	int failed = fflush(stdout) != 0 || ferror(stdout);
+	int err = errno;
+
+	if (fclose(stdout) != 0 && !failed) {
+		failed = 1;
+		err = errno;
+	}
+	if (!failed)
+		return 0;
+	warnx_("cannot write to standard output: %s", strerror(err ? err : EIO));
+	return EXIT_USAGE;
+}
+
 int main(int argc, char **argv)
 {
 	struct cli cli;
@@ -618,7 +636,7 @@ int main(int argc, char **argv)
 	int rc = parse_cli(argc, argv, &cli);
 
 	if (rc != 0)
-		return rc < 0 ? 0 : rc;
+		return rc < 0 ? stdout_written() : rc;
 	/* Past a file size limit, let write() fail with EFBIG, so the task
 	 * fails with a message naming the file instead of dying. */
 	signal(SIGXFSZ, SIG_IGN);
@@ -629,23 +647,25 @@ int main(int argc, char **argv)
 	task_set_current_workload(cli.workload->name);
 	if (options_want_help(cli.wargc, cli.wargv)) {
 		options_print_help(cli.workload, stdout);
-		return 0;
+		return stdout_written();
 	}
-	if (check_side_files(&cli, &files) != 0)
+	if (check_side_files(&cli, &files) != 0 ||
+	    sidefiles_lock(&files, cli.resume ? cli.workload->name : NULL) != 0)
 		return EXIT_USAGE;
+	rc = EXIT_USAGE;
 	if (setup_arena_init(!cli.no_huge_pages) != 0)
-		return EXIT_USAGE;
+		goto out;
 	uint64_t t0 = now_ns();
 	b.workload = cli.workload;
 	b.outdir = cli.outdir;
 	b.verbose = cli.verbose;
 	b.state = cli.workload->setup(cli.wargc, cli.wargv);
 	if (b.state == NULL)
-		return EXIT_USAGE;
+		goto out;
 	b.ntasks = cli.workload->ntasks(b.state);
 	uint64_t t1 = now_ns();
 	if (!cli.no_freeze && setup_arena_freeze() != 0)
-		return EXIT_USAGE;
+		goto out;
 	if (cli.verbose) {
 		char arena_line[256];
 		warnx_("%s: setup %.3f s, %zu tasks", b.workload->name, (t1 - t0) / 1e9, b.ntasks);
@@ -660,6 +680,9 @@ int main(int argc, char **argv)
 	batch_free(&b);
 	if (cli.workload->teardown)
 		cli.workload->teardown(b.state);
+out:
+	/* The joblog's lock, held since before the setup, goes last. */
+	sidefiles_close(&files, &b, 0);
 	setup_arena_destroy();
 	return rc;
 }

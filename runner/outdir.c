@@ -5,8 +5,10 @@
 #include "outdir.h"
 #include "util.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -110,5 +112,54 @@ int outdir_make(void *ctx)
 	}
 	close(fd);
 	unlink(probe);
+	size_t removed = outdir_remove_stale(b->outdir);
+	if (removed > 0 && b->verbose)
+		warnx_("removed %zu stale temporary files of dead runs from '%s'", removed,
+		       b->outdir);
 	return 0;
+}
+
+/* The PID of `name` if it is one of this host's temporary names,
+ * ".NAME.HOST.PID.tmp" with NAME not empty; else 0. */
+static long temp_pid(const char *name, const char *host)
+{
+	size_t len = strlen(name), hlen = strlen(host);
+
+	if (name[0] != '.' || len < 4 || strcmp(name + len - 4, ".tmp") != 0)
+		return 0;
+	const char *end = name + len - 4, *digits = end;
+	while (digits > name && digits[-1] >= '0' && digits[-1] <= '9')
+		digits--;
+	/* before the pid: ".HOST.", after at least ".N" */
+	if (digits == end || end - digits > 9 || (size_t)(digits - name) < hlen + 4 ||
+	    digits[-1] != '.' || memcmp(digits - 1 - hlen, host, hlen) != 0 ||
+	    digits[-2 - (long)hlen] != '.')
+		return 0;
+	return strtol(digits, NULL, 10);
+}
+
+/* Does process `pid` live on this host (EPERM: it does, not ours)? */
+static int alive(long pid)
+{
+	return kill((pid_t)pid, 0) == 0 || errno == EPERM;
+}
+
+size_t outdir_remove_stale(const char *dir)
+{
+	const char *host = host_tag();
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	size_t removed = 0;
+
+	if (d == NULL)
+		return 0;
+	while ((e = readdir(d)) != NULL) {
+		long pid = temp_pid(e->d_name, host);
+		if (pid <= 0 || alive(pid))
+			continue;
+		if (unlinkat(dirfd(d), e->d_name, 0) == 0)
+			removed++;
+	}
+	closedir(d);
+	return removed;
 }

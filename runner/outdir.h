@@ -21,9 +21,19 @@ int outdir_check_reports(const struct batch *b, const struct sidefiles *files);
 /*
  * Create b->outdir (and its parents) and make sure a file can be created
  * in it: sidefiles_open()'s `prepare` step, `ctx` being the batch.
- * Nothing for a workload that writes no reports.  Returns 0 or -1 after a
- * message naming the directory.
+ * Then remove the stale temporary files of this host's dead runs from it
+ * (outdir_remove_stale()).  Nothing for a workload that writes no reports.
+ * Returns 0 or -1 after a message naming the directory.
  */
 int outdir_make(void *ctx);
+
+/*
+ * Remove from `dir` the temporary report files (".NAME.HOST.PID.tmp") that
+ * this host's runs left when they were killed: HOST this host's
+ * (host_tag()), PID no live process here.  Another host's files, which a
+ * shared directory holds while their runs go on, and any other name are
+ * left alone.  Returns how many were removed (0 if `dir` cannot be read).
+ */
+size_t outdir_remove_stale(const char *dir);
 
 #endif

@@ -51,11 +51,10 @@ int resume_load(struct resume_state *r, const char *joblog, const char *workload
 		warnx_("out of memory for %zu tasks", ntasks);
 		return -1;
 	}
-	if (joblog_check_workload(joblog, workload) != 0)
-		return -1;
+	(void)workload; /* the joblog was checked when it was locked: sidefiles_lock() */
 	resume_journal_path(joblog, path, sizeof path);
 	if (access(path, F_OK) != 0) {
-		if (access(log, F_OK) != 0)
+		if (joblog_is_empty(log))
 			return 0; /* a first run: nothing to resume */
 		warnx_("--resume: '%s' exists but its results journal '%s' does not", log, path);
 		return -1;

@@ -24,9 +24,10 @@ struct resume_state {
 char *resume_journal_path(const char *joblog, char *buf, size_t size);
 
 /*
- * Read the journal of `joblog`, if there is one, checking it (and the
- * joblog) belong to this workload and arguments.  No journal and no joblog:
- * nothing to resume, every task runs.  Returns 0, or -1 after a message.
+ * Read the journal of `joblog`, if there is one, checking it belongs to
+ * this workload and arguments (the joblog itself was read and checked by
+ * sidefiles_lock()).  No journal and no joblog line: nothing to resume,
+ * every task runs.  Returns 0, or -1 after a message.
  */
 int resume_load(struct resume_state *r, const char *joblog, const char *workload,
 		const char *identity, size_t ntasks);

@@ -41,7 +41,7 @@ void sidefiles_init(struct sidefiles *s, const struct sidefiles_paths *paths)
 {
 	memset(s, 0, sizeof *s);
 	s->paths = *paths;
-	s->save.fd = s->journal.fd = -1;
+	s->save.fd = s->journal.fd = s->joblog.fd = -1;
 	if (paths->joblog)
 		resume_journal_path(paths->joblog, s->journal_path, sizeof s->journal_path);
 }
@@ -158,6 +158,11 @@ static int identify(const struct side_entry *e, struct file_id *id)
 	struct stat st;
 
 	memset(id, 0, sizeof *id);
+	/* Too long to open, and to compare with the others. */
+	if (strlen(e->path) >= PATH_MAX) {
+		warnx_("%s: cannot use '%s': %s", e->option, e->path, strerror(ENAMETOOLONG));
+		return -1;
+	}
 	if (stat(e->path, &st) != 0) {
 		canonical_path(e->path, id->canonical, sizeof id->canonical, 0);
 		return 0;
@@ -236,6 +241,30 @@ int sidefiles_check_reports(const struct sidefiles *s, const char *outdir,
 
 /* ---- opening and closing ---- */
 
+/* The lock wait: COWRUN_LOCK_WAIT seconds if set and sane. */
+static double lock_wait(void)
+{
+	const char *text = getenv("COWRUN_LOCK_WAIT");
+	double wait;
+
+	if (text != NULL && parse_double(text, 0, 3600, &wait) == 0)
+		return wait;
+	return JOBLOG_LOCK_WAIT_S;
+}
+
+int sidefiles_lock(struct sidefiles *s, const char *workload)
+{
+	if (s->paths.joblog == NULL)
+		return 0;
+	if (joblog_lock(&s->joblog, s->paths.joblog, lock_wait()) != 0)
+		return -1;
+	if (workload != NULL && joblog_read(&s->joblog, workload) != 0) {
+		joblog_close(&s->joblog);
+		return -1;
+	}
+	return 0;
+}
+
 /* The saved results and the journal as the batch's outcome sinks. */
 static int put_saved(void *ctx, enum wire_type type, size_t task, const void *bytes,
 		     size_t length)
@@ -253,7 +282,7 @@ static int put_journal(void *ctx, enum wire_type type, size_t task, const void *
  * cowrun writes. */
 static int timeline_open(struct sidefiles_temp *t, const char *path)
 {
-	snprintf(t->temp, sizeof t->temp, "%s.%ld.tmp", path, (long)getpid());
+	snprintf(t->temp, sizeof t->temp, "%s.%s.%ld.tmp", path, host_tag(), (long)getpid());
 	t->f = fopen(t->temp, "we");
 	if (t->f == NULL) {
 		warnx_("cannot create '%s': %s", t->temp, strerror(errno));
@@ -302,7 +331,6 @@ static int open_in_place(struct sidefiles *s, struct batch *b, const char *ident
 			 long long journal_keep)
 {
 	const char *joblog = s->paths.joblog;
-	char log[PATH_MAX];
 
 	if (s->paths.stats && (s->stats = fopen(s->paths.stats, "we")) == NULL) {
 		warnx_("--stats: cannot create '%s': %s", s->paths.stats, strerror(errno));
@@ -310,9 +338,11 @@ static int open_in_place(struct sidefiles *s, struct batch *b, const char *ident
 	}
 	if (joblog == NULL)
 		return 0;
+	/* Locked already, unless the caller skipped sidefiles_lock(). */
+	if (s->joblog.fd < 0 && sidefiles_lock(s, NULL) != 0)
+		return -1;
 	/* --resume appends to the joblog, as GNU Parallel does. */
-	snprintf(log, sizeof log, "%s%s", s->paths.resume && joblog[0] != '+' ? "+" : "", joblog);
-	if (joblog_open(&s->joblog, log) != 0)
+	if (joblog_open(&s->joblog, joblog[0] == '+', s->paths.resume) != 0)
 		return -1;
 	b->joblog = &s->joblog;
 	if (journal_open(&s->journal, s->journal_path, identity, journal_keep) != 0)

@@ -6,13 +6,15 @@
  *   sidefiles_init    take the paths from the command line (nothing opened)
  *   sidefiles_check   refuse a directory, or two options naming one file,
  *                     before anything is opened (touches no file)
+ *   sidefiles_lock    lock the joblog (one run per joblog) and, for
+ *                     --resume, read and check it
  *   sidefiles_check_reports  refuse a side file that a task's report would
  *                     overwrite, once the task names are known
  *   sidefiles_open    open them, lending the handles to the batch
  *   sidefiles_close   commit or remove each, as the run ended
  *
- * A later step (a checksum per file, a lock on the joblog) belongs here,
- * as a field of struct sidefiles and a call in the step it belongs to.
+ * A later step (a checksum per file) belongs here, as a field of struct
+ * sidefiles and a call in the step it belongs to.
  */
 #ifndef COWRUN_SIDEFILES_H
 #define COWRUN_SIDEFILES_H
@@ -73,6 +75,18 @@ void sidefiles_init(struct sidefiles *s, const struct sidefiles_paths *paths);
 int sidefiles_check(const struct sidefiles *s);
 
 /*
+ * Take the joblog's lock (sidefiles_check() passed): open it without
+ * truncating it, created if missing, and hold an exclusive flock() on it
+ * until sidefiles_close(), waiting at most JOBLOG_LOCK_WAIT_S seconds
+ * (COWRUN_LOCK_WAIT overrides it) for another run to let go.  With
+ * `workload` (--resume), read and check the joblog too (joblog_read()).
+ * Nothing without --joblog.  Returns 0, or -1 after one message; a joblog
+ * this created is then removed again, and sidefiles_close() removes it
+ * too if the run never starts writing it.
+ */
+int sidefiles_lock(struct sidefiles *s, const char *workload);
+
+/*
  * Refuse a side file that lies in `outdir` under the name of a task's
  * report, which would overwrite it or be overwritten.  `is_report(ctx,
  * name)` says whether a name is one; the caller knows the names.  Call
@@ -89,8 +103,10 @@ int sidefiles_check_reports(const struct sidefiles *s, const char *outdir,
  * under a temporary name (--save-results, --timeline); then `prepare(ctx)`,
  * the caller's last step that may refuse the run (creating the output
  * directory), if not NULL; last the files written in place (--stats, the
- * joblog, which a fresh run truncates, and its journal, truncated to
+ * locked joblog, which a fresh run truncates and --resume cuts back to
+ * its last complete line, and its journal, truncated to
  * `journal_keep` bytes when --resume appends to it, else started anew).
+ * The joblog is locked here if sidefiles_lock() was not called.
  * `identity` heads the saved results and a new journal.  Returns 0, or -1
  * after a message; everything opened is then closed again and temporary
  * files removed, as by sidefiles_close(s, b, 0).

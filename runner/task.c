@@ -22,13 +22,16 @@ void task_set_current_workload(const char *name)
 
 void cowrun_error(const char *fmt, ...)
 {
-	char message[1024];
+	char *message = NULL;
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(message, sizeof message, fmt, ap);
+	int n = vasprintf(&message, fmt, ap);
 	va_end(ap);
-	warnx_("%s: %s", current_workload, message);
+	/* Whole, however long: warnx_() shortens the values it quotes. */
+	warnx_("%s: %s", current_workload, n < 0 ? fmt : message);
+	if (n >= 0)
+		free(message);
 }
 
 void cowrun_task_error(struct cowrun_task *task, const char *fmt, ...)
@@ -118,7 +121,7 @@ static int commit_report(struct cowrun_task *t)
 void task_report_paths(char *temp, char *final, size_t size, const char *outdir,
 		       const char *name, long pid)
 {
-	snprintf(temp, size, "%s/.%s.%ld.tmp", outdir, name, pid);
+	snprintf(temp, size, "%s/.%s.%s.%ld.tmp", outdir, name, host_tag(), pid);
 	snprintf(final, size, "%s/%s", outdir, name);
 }
 

@@ -39,7 +39,8 @@ void task_init(struct cowrun_task *t, const struct cowrun_workload *w,
 int task_execute(struct cowrun_task *t, const void *state, size_t k);
 
 /* The temporary and final report paths of task `name` run by process
- * `pid`.  Both buffers are `size` bytes. */
+ * `pid` on this host: OUTDIR/.NAME.HOST.PID.tmp (host_tag()) and
+ * OUTDIR/NAME.  Both buffers are `size` bytes. */
 void task_report_paths(char *temp, char *final, size_t size, const char *outdir,
 		       const char *name, long pid);
 

@@ -21,14 +21,93 @@
 
 const char *progname = "cowrun";
 
+/* A message longer than this has its quoted values shortened in their
+ * middle; each keeps at least MESSAGE_KEEP bytes. */
+#define MESSAGE_MAX 1000
+#define MESSAGE_KEEP 80
+
+static int word_char(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+}
+
+/* The quote that opens a value: not inside a word (as in "joblog's").
+ * The one that closes it: not followed by a letter or digit. */
+static char *opening_quote(const char *line, char *from)
+{
+	for (char *q = strchr(from, '\''); q != NULL; q = strchr(q + 1, '\''))
+		if (q == line || !word_char(q[-1]))
+			return q;
+	return NULL;
+}
+
+static char *closing_quote(char *from)
+{
+	for (char *q = strchr(from, '\''); q != NULL; q = strchr(q + 1, '\''))
+		if (!word_char(q[1]))
+			return q;
+	return NULL;
+}
+
+/* The longest value a message quotes ('...'), or NULL if none is long
+ * enough to lose more than "..." takes. */
+static char *longest_quoted(char *line, size_t *length)
+{
+	char *best = NULL, *open = opening_quote(line, line);
+
+	*length = MESSAGE_KEEP + 3;
+	while (open != NULL) {
+		char *close = closing_quote(open + 1);
+		if (close == NULL)
+			break;
+		if ((size_t)(close - open - 1) > *length) {
+			best = open + 1;
+			*length = (size_t)(close - open - 1);
+		}
+		open = opening_quote(line, close + 1);
+	}
+	return best;
+}
+
+/* Fit a message into MESSAGE_MAX bytes by shortening the values it quotes
+ * in their middle ('/aaaa...aaaa/x.csv'), longest first, so the reason
+ * that follows a value is never cut; a message quoting nothing long is
+ * shortened in its own middle. */
+static void shorten_message(char *line)
+{
+	size_t len = strlen(line), n;
+
+	while (len > MESSAGE_MAX) {
+		char *value = longest_quoted(line, &n);
+		if (value == NULL) {
+			value = line;
+			n = len;
+		}
+		size_t cut = len - MESSAGE_MAX + 3;
+		if (cut > n - MESSAGE_KEEP)
+			cut = n - MESSAGE_KEEP;
+		if (cut <= 3)
+			break;
+		size_t head = (n - cut) / 2;
+		memcpy(value + head, "...", 3);
+		memmove(value + head + 3, value + head + cut, len - (size_t)(value - line) - head - cut + 1);
+		len -= cut - 3;
+	}
+}
+
 void warnx_(const char *fmt, ...)
 {
-	char line[1024];
+	char *line = NULL;
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(line, sizeof line, fmt, ap);
+	int n = vasprintf(&line, fmt, ap);
 	va_end(ap);
+	if (n < 0) {
+		fprintf(stderr, "%s: %s\n", progname, fmt); /* out of memory: the bare format */
+		return;
+	}
+	shorten_message(line);
 	/* Messages quote input (a CSV header, a saved failure): keep them one
 	 * line, and keep control characters away from the terminal. */
 	for (unsigned char *c = (unsigned char *)line; *c; c++)
@@ -36,6 +115,7 @@ void warnx_(const char *fmt, ...)
 			*c = '?';
 	/* One fprintf, so lines from several processes do not interleave. */
 	fprintf(stderr, "%s: %s\n", progname, line);
+	free(line);
 }
 
 int write_all(int fd, const void *buf, size_t len)
@@ -169,6 +249,21 @@ char *describe_wait_status(int status, char *buf, size_t size)
 	else
 		snprintf(buf, size, "stopped with wait status 0x%x", status);
 	return buf;
+}
+
+const char *host_tag(void)
+{
+	static char tag[256];
+
+	if (tag[0] != '\0')
+		return tag;
+	if (gethostname(tag, sizeof tag - 1) != 0 || tag[0] == '\0')
+		snprintf(tag, sizeof tag, "localhost");
+	for (char *c = tag; *c; c++)
+		if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
+		      (*c >= '0' && *c <= '9') || *c == '-' || *c == '_'))
+			*c = '_';
+	return tag;
 }
 
 int cpu_count(void)

@@ -12,7 +12,9 @@
 /* The program name used in every message ("cowrun"). */
 extern const char *progname;
 
-/* Print "cowrun: <message>" on stderr. */
+/* Print "cowrun: <message>" on stderr, one line: control characters are
+ * shown as '?', and a message over about 1000 bytes has the values it
+ * quotes ('...') shortened in their middle, never its reason. */
 void warnx_(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Write all `len` bytes to fd, retrying short writes and EINTR.
@@ -42,6 +44,13 @@ int signal_from_name(const char *name);
 /* Describe a waitpid() status: "exited with status 3", "killed by SIGKILL
  * (Killed)".  Writes into buf, returns buf. */
 char *describe_wait_status(int status, char *buf, size_t size);
+
+/* This host's name as it goes into temporary file names
+ * (".NAME.HOST.PID.tmp"): gethostname() with every character but letters,
+ * digits, '-' and '_' made '_', so HOST holds no '.' and one host's
+ * pattern never matches another's; "localhost" if it has none.  A static
+ * buffer, filled on the first call (make it before forking threads). */
+const char *host_tag(void);
 
 /* Number of CPUs this process may run on (sched_getaffinity), at least 1. */
 int cpu_count(void);
