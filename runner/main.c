@@ -530,8 +530,11 @@ static int execute(const struct cli *cli, struct batch *b, struct sidefiles *fil
 	if (cli->mode != MODE_FORK) {
 		size_t count = batch_count(b);
 		size_t slots = cli->mode == MODE_OMP && count ? choose_workers(cli, count) : 1;
-		if (watchdog_start(b, slots, !cli->no_freeze, &status) != 0)
-			return status; /* the watching parent: the child's status */
+		if (watchdog_start(b, slots, !cli->no_freeze, &status) != 0) {
+			/* The watching parent: the child's status and files. */
+			sidefiles_hand_over(files);
+			return status;
+		}
 	}
 	status = execute_here(cli, b, files, identity, journal_keep);
 	watchdog_done();

@@ -378,6 +378,11 @@ int sidefiles_write_stats(struct sidefiles *s, const struct worker_stats *rows, 
 	return 0;
 }
 
+void sidefiles_hand_over(struct sidefiles *s)
+{
+	s->joblog.created = 0;
+}
+
 int sidefiles_close(struct sidefiles *s, struct batch *b, int complete)
 {
 	int rc = 0;

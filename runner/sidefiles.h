@@ -119,6 +119,13 @@ int sidefiles_open(struct sidefiles *s, struct batch *b, const char *identity,
 int sidefiles_write_stats(struct sidefiles *s, const struct worker_stats *rows, size_t n);
 
 /*
+ * The side files are a child's now (serial and omp run their task phase
+ * in a child under a watchdog): this process keeps only the joblog's lock
+ * until sidefiles_close(), and removes nothing the child may have written.
+ */
+void sidefiles_hand_over(struct sidefiles *s);
+
+/*
  * Close them all and take them back from the batch.  The saved results
  * are committed (renamed into place) only if `complete` and no merge or
  * save failed, else removed; the timeline is kept only if the task phase
