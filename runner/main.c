@@ -433,10 +433,18 @@ static int run_tasks(const struct cli *cli, struct batch *b, struct sidefiles *f
 
 /* Merge is done: print the summary and check stdout really took it.  No
  * summary from a merge that went wrong: it would be wrong too. */
+/* Standard output was closed when cowrun started (/dev/null holds its
+ * place): the summary has nowhere to go. */
+static int stdout_closed;
+
 static int finish_batch(struct batch *b)
 {
 	if (b->merge_failed) {
 		warnx_("%s: no summary: a result could not be merged", b->workload->name);
+		return -1;
+	}
+	if (stdout_closed) {
+		warnx_("cannot write the summary to standard output: %s", strerror(EBADF));
 		return -1;
 	}
 	int rc = b->workload->finish(b->state, stdout);
@@ -618,8 +626,8 @@ static int check_side_files(const struct cli *cli, struct sidefiles *files)
  * stdout). */
 static int stdout_written(void)
 {
-	int failed = fflush(stdout) != 0 || ferror(stdout);
-	int err = errno;
+	int failed = fflush(stdout) != 0 || ferror(stdout) || stdout_closed;
+	int err = stdout_closed ? EBADF : errno;
 
 	if (fclose(stdout) != 0 && !failed) {
 		failed = 1;
@@ -636,6 +644,8 @@ int main(int argc, char **argv)
 	struct cli cli;
 	struct batch b = { 0 };
 	struct sidefiles files;
+
+	stdout_closed = (hold_standard_fds() & (1 << STDOUT_FILENO)) != 0;
 	int rc = parse_cli(argc, argv, &cli);
 
 	if (rc != 0)

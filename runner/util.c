@@ -5,6 +5,7 @@
 #include "util.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
 #include <sched.h>
@@ -274,6 +275,23 @@ int cpu_count(void)
 		return CPU_COUNT(&set);
 	long n = sysconf(_SC_NPROCESSORS_ONLN);
 	return n > 0 ? (int)n : 1;
+}
+
+int hold_standard_fds(void)
+{
+	int closed = 0;
+
+	for (int fd = 0; fd <= 2; fd++) {
+		if (fcntl(fd, F_GETFD) >= 0 || errno != EBADF)
+			continue;
+		closed |= 1 << fd;
+		int null = open("/dev/null", O_RDWR);
+		if (null >= 0 && null != fd) {
+			dup2(null, fd);
+			close(null);
+		}
+	}
+	return closed;
 }
 
 int make_dirs(const char *path)

@@ -55,6 +55,11 @@ const char *host_tag(void);
 /* Number of CPUs this process may run on (sched_getaffinity), at least 1. */
 int cpu_count(void);
 
+/* Open /dev/null on any of descriptors 0, 1 and 2 that is closed, so no
+ * file the run opens later takes its place (a joblog receiving the
+ * summary).  Returns a bit mask of those that were closed (1 << fd). */
+int hold_standard_fds(void);
+
 /* mkdir -p: create dir and its missing parents (mode 0777 & ~umask).
  * Returns 0, or -1 with errno set. */
 int make_dirs(const char *path);

@@ -257,7 +257,9 @@ dead_pid() {
 @test "safety: --help, --list, --version and a workload's --help fail in one line when stdout cannot be written" {
 	for args in --help --list --version "selftest --help"; do
 		run --separate-stderr cowrun $args
-		[ "$status" -eq 0 ] && [ -n "$output" ] && [ -z "$stderr" ]
+		[ "$status" -eq 0 ]
+		[ -n "$output" ]
+		[ -z "$stderr" ]
 		run --separate-stderr bash -c '"$@" >/dev/full' _ "$REAPER" "$COWRUN" $args
 		[ "$status" -eq 255 ] || { echo "$args >/dev/full: status $status" >&2; return 1; }
 		assert_one_line_error "cowrun: cannot write to standard output: No space left on device"
@@ -265,4 +267,17 @@ dead_pid() {
 		[ "$status" -eq 255 ] || { echo "$args >&-: status $status" >&2; return 1; }
 		assert_one_line_error "cowrun: cannot write to standard output: Bad file descriptor"
 	done
+}
+
+@test "safety: a run with stdout closed fails at the summary (254); no file it opens takes stdout's place" {
+	d=$BATS_TEST_TMPDIR
+	run --separate-stderr bash -c '"$@" >&-' _ "$REAPER" "$COWRUN" -j 2 --joblog "$d/log" \
+		--timeline "$d/t.csv" -o "$d/out" selftest --tasks 4 --report-bytes 10
+	[ "$status" -eq 254 ]
+	assert_one_line_error "cowrun: cannot write the summary to standard output: Bad file descriptor"
+	# The joblog and the timeline hold only their own lines.
+	[ "$(wc -l <"$d/log")" -eq 5 ]
+	[ -z "$(grep -v -P '^(Seq|[0-9]+)\t' "$d/log")" ]
+	[ "$(wc -l <"$d/t.csv")" -eq 5 ]
+	[ "$(ls "$d/out" | wc -l)" -eq 4 ]
 }
