@@ -90,7 +90,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	(void)argc;
 	(void)argv;
 	task_set_current_workload("selftest");
-	identity = results_identity("selftest", 3, args, NTASKS);
+	identity = results_identity("0.2.0", &fake, 3, args, NTASKS);
 	if (identity == NULL)
 		abort();
 	return 0;
@@ -128,7 +128,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
 	load_twice(path);
-	if (journal_load(path, identity, take, &c, &keep) == 0 &&
+	if (journal_load(path, identity, 0, take, &c, &keep) == 0 &&
 	    (keep < 0 || (size_t)keep > size))
 		abort();
 	close(fd);
