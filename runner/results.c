@@ -264,6 +264,11 @@ static int load_frame(void *ctx, const struct wire_frame *f)
 	}
 	if (s->frames == 0 && f->type != WIRE_IDENTITY)
 		return check_identity("merge", s->path, f, s->identity);
+	if ((f->type == WIRE_IDENTITY && f->task != 0) || (f->type == WIRE_END && f->length != 0)) {
+		warnx_("merge: '%s' holds a malformed %s frame", s->path,
+		       f->type == WIRE_END ? "end" : "identity");
+		return -1;
+	}
 	switch (f->type) {
 	case WIRE_IDENTITY:
 		if (s->frames > 0) {

@@ -8,9 +8,9 @@
  *                   WIRE_FAILED (payload: the error message, no NUL),
  *                   WIRE_TIMING (payload: struct wire_timing),
  *                   WIRE_IDENTITY (first frame of a saved-results file:
- *                   who saved it; task = number of tasks), or
+ *                   who saved it; task 0), or
  *                   WIRE_END (last frame of a saved-results file; task =
- *                   number of frames before it), or
+ *                   number of task frames before it; no payload), or
  *                   WIRE_STATS (a worker's last frame: struct worker_stats)
  *   uint32 magic    WIRE_MAGIC, to catch a desynchronised stream early
  *   uint64 task     task index

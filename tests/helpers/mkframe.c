@@ -9,6 +9,7 @@
  *                                    its header claims LENGTH payload bytes
  *                                    (checksummed as claimed)
  *   mkframe -b TYPE TASK [PAYLOAD]   its checksum is wrong (one bit off)
+ *   mkframe -s TYPE TASK             the payload is stdin (any bytes)
  *
  * TYPE and TASK are unsigned decimal numbers (TYPE up to 2^32-1).  Exits 0,
  * or 2 after a usage message.
@@ -35,18 +36,39 @@ static int parse_u64(const char *text, uint64_t *out)
 
 static int usage(void)
 {
-	fprintf(stderr, "usage: mkframe [-b] [-l LENGTH] TYPE TASK [PAYLOAD]\n");
+	fprintf(stderr, "usage: mkframe [-b] [-l LENGTH] [-s] TYPE TASK [PAYLOAD]\n");
 	return 2;
+}
+
+/* All of stdin, malloc'd, into *data and *size.  Returns 0 or -1. */
+static int read_stdin(char **data, size_t *size)
+{
+	size_t cap = 4096, n;
+
+	*size = 0;
+	*data = malloc(cap);
+	while (*data && (n = fread(*data + *size, 1, cap - *size, stdin)) > 0) {
+		*size += n;
+		if (*size == cap) {
+			char *bigger = realloc(*data, cap *= 2);
+			if (bigger == NULL)
+				free(*data);
+			*data = bigger;
+		}
+	}
+	return *data && !ferror(stdin) ? 0 : -1;
 }
 
 int main(int argc, char **argv)
 {
-	int opt, bad = 0, claimed = 0;
+	int opt, bad = 0, claimed = 0, from_stdin = 0;
 	uint64_t type, task, length = 0;
 
-	while ((opt = getopt(argc, argv, "bl:")) != -1) {
+	while ((opt = getopt(argc, argv, "bl:s")) != -1) {
 		if (opt == 'b')
 			bad = 1;
+		else if (opt == 's')
+			from_stdin = 1;
 		else if (opt == 'l' && parse_u64(optarg, &length) == 0)
 			claimed = 1;
 		else
@@ -55,8 +77,10 @@ int main(int argc, char **argv)
 	if (argc - optind < 2 || argc - optind > 3 || parse_u64(argv[optind], &type) != 0 ||
 	    type > UINT32_MAX || parse_u64(argv[optind + 1], &task) != 0)
 		return usage();
-	const char *payload = argc - optind == 3 ? argv[optind + 2] : "";
+	char *payload = argc - optind == 3 ? argv[optind + 2] : "";
 	size_t size = strlen(payload);
+	if (from_stdin && (argc - optind == 3 || read_stdin(&payload, &size) != 0))
+		return usage();
 	struct wire_header h = { (uint32_t)type, WIRE_MAGIC, task, claimed ? length : size, 0 };
 
 	h.checksum = wire_checksum(&h, payload, size) ^ (uint64_t)bad;
