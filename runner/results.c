@@ -264,9 +264,8 @@ static int load_frame(void *ctx, const struct wire_frame *f)
 	}
 	if (s->frames == 0 && f->type != WIRE_IDENTITY)
 		return check_identity("merge", s->path, f, s->identity);
-	if ((f->type == WIRE_IDENTITY && f->task != 0) || (f->type == WIRE_END && f->length != 0)) {
-		warnx_("merge: '%s' holds a malformed %s frame", s->path,
-		       f->type == WIRE_END ? "end" : "identity");
+	if (f->type == WIRE_END && f->length != 0) {
+		warnx_("merge: '%s' holds a malformed end marker", s->path);
 		return -1;
 	}
 	switch (f->type) {
@@ -276,7 +275,13 @@ static int load_frame(void *ctx, const struct wire_frame *f)
 			return -1;
 		}
 		s->frames++;
-		return check_identity("merge", s->path, f, s->identity);
+		if (check_identity("merge", s->path, f, s->identity) != 0)
+			return -1;
+		if (f->task != 0) {
+			warnx_("merge: '%s' holds a malformed identity frame", s->path);
+			return -1;
+		}
+		return 0;
 	case WIRE_END:
 		if (f->task != s->frames - 1) {
 			warnx_("merge: '%s' ends after %llu tasks but says %llu", s->path,
