@@ -517,14 +517,13 @@ static int journal_take(struct journal_file *j, const struct wire_frame *f)
 }
 
 /* A damaged record at `at` with good frames from `next` on: refused, or
- * (rerun) its task handed over as failed.  Returns 0 or -1. */
-static int journal_damaged(struct journal_file *j, size_t at, size_t next,
+ * (rerun) dropped.  Its task then has no record, or an earlier FAILED one
+ * (a task is journaled again only when it failed), so it runs again.
+ * Returns 0 or -1 after a message. */
+static int journal_damaged(const struct journal_file *j, size_t at, size_t next,
 			   const struct wire_fault *fault, int rerun)
 {
-	static const char why[] = "its record in the results journal was damaged";
 	char what[96];
-	struct wire_frame f = { WIRE_FAILED, fault->task, (const unsigned char *)why,
-				sizeof why - 1 };
 
 	if (fault->kind == WIRE_BAD_CHECKSUM)
 		snprintf(what, sizeof what, "the record of task %llu (byte %zu) fails its checksum",
@@ -538,7 +537,7 @@ static int journal_damaged(struct journal_file *j, size_t at, size_t next,
 	}
 	warnx_("--resume-failed: '%s': %s: dropped (%zu bytes), its task runs again", j->path,
 	       what, next - at);
-	return fault->kind == WIRE_BAD_CHECKSUM ? j->take(j->ctx, &f) : 0;
+	return 0;
 }
 
 /* Write the journal's good frames (j->data[0..size), damaged bytes

@@ -99,10 +99,10 @@ int journal_close(struct results_writer *w);
  * task frame in file order.  A torn or damaged tail is dropped, saying on
  * stderr how many records were kept and how many bytes dropped.  A damaged
  * record followed by good ones is refused naming its task, unless
- * `rerun_damaged` (--resume-failed): then `take` gets a FAILED frame for
- * the task the damaged header names (so it runs again; a task with no
- * record runs anyway), and the journal is rewritten without the damaged
- * bytes (to a temporary file, fsync'd and renamed).  Sets *keep to the
+ * `rerun_damaged` (--resume-failed): then the record is dropped (its task
+ * has no record left, or an earlier FAILED one, so it runs again) and the
+ * journal is rewritten without the damaged bytes (to a temporary file,
+ * fsync'd and renamed).  Sets *keep to the
  * length of the good part.  Returns 0, or -1 after a message naming the
  * file (missing, foreign, unreadable, damaged) or when `take` fails.
  */
