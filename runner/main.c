@@ -575,7 +575,8 @@ static int choose_tasks(const struct cli *cli, struct batch *b, const struct res
 /* Everything after setup.  Returns the exit status. */
 static int run_batch(const struct cli *cli, struct batch *b, struct sidefiles *files)
 {
-	char *identity = results_identity(b->workload->name, cli->wargc, cli->wargv, b->ntasks);
+	char *identity = results_identity(COWRUN_VERSION, b->workload, cli->wargc, cli->wargv,
+					  b->ntasks);
 	struct resume_state resume = { 0 };
 	size_t *selected = NULL;
 	int rc = EXIT_USAGE;
@@ -585,7 +586,7 @@ static int run_batch(const struct cli *cli, struct batch *b, struct sidefiles *f
 	if (identity == NULL)
 		goto out;
 	if (cli->resume && resume_load(&resume, cli->joblog_path, b->workload->name, identity,
-				       b->ntasks) != 0)
+				       b->ntasks, cli->resume == 2) != 0)
 		goto out;
 	if (choose_tasks(cli, b, &resume, &selected) != 0)
 		goto out;

@@ -13,9 +13,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define RESULTS_MAGIC_LINE "cowrun results 1\n"
+/* The format version: 2 added the frames' checksums and the identity's
+ * cowrun and abi lines.  A file of format 1 is recognised and refused. */
+#define RESULTS_MAGIC_LINE "cowrun results 2\n"
+#define RESULTS_V1_MAGIC_LINE "cowrun results 1\n"
+#define RESULTS_V1_HEADER 24 /* format 1's frame header: no checksum */
 
-char *results_identity(const char *workload, int argc, char **argv, size_t ntasks)
+char *results_identity(const char *version, const struct cowrun_workload *w, int argc,
+		       char **argv, size_t ntasks)
 {
 	char *text = NULL;
 	size_t size = 0;
@@ -23,7 +28,8 @@ char *results_identity(const char *workload, int argc, char **argv, size_t ntask
 
 	if (f == NULL)
 		return NULL;
-	fprintf(f, RESULTS_MAGIC_LINE "workload %s\ntasks %zu\n", workload, ntasks);
+	fprintf(f, RESULTS_MAGIC_LINE "cowrun %s\nworkload %s\nabi %d\ntasks %zu\n", version,
+		w->name, w->abi_version, ntasks);
 	for (int i = 1; i < argc; i++)
 		fprintf(f, "arg %s\n", argv[i]);
 	if (fclose(f) != 0) {
@@ -97,8 +103,46 @@ void results_abort(struct results_writer *w)
 	wire_writer_free(&w->out);
 }
 
-/* "sales --rows 10 (64 tasks)" from an identity text, for messages. */
-static void describe_identity(const char *identity, size_t length, char *buf, size_t size)
+/* The value of line "KEY VALUE" in an identity text, into buf ("?" if
+ * there is none). */
+static void identity_field(const char *identity, size_t length, const char *key, char *buf,
+			   size_t size)
+{
+	size_t k = strlen(key);
+	const char *p = identity, *end = identity + length;
+
+	snprintf(buf, size, "?");
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		size_t n = (size_t)((nl ? nl : end) - p);
+		if (n > k && memcmp(p, key, k) == 0 && p[k] == ' ') {
+			snprintf(buf, size, "%.*s", (int)(n - k - 1), p + k + 1);
+			return;
+		}
+		p += n + 1;
+	}
+}
+
+/* ", cowrun 0.2.0, ABI 1" when the two identities differ there, else "". */
+static void describe_build(const char *a, size_t alen, const char *b, size_t blen, char *buf,
+			   size_t size)
+{
+	char va[64], vb[64], aa[32], ab[32];
+
+	identity_field(a, alen, "cowrun", va, sizeof va);
+	identity_field(b, blen, "cowrun", vb, sizeof vb);
+	identity_field(a, alen, "abi", aa, sizeof aa);
+	identity_field(b, blen, "abi", ab, sizeof ab);
+	if (strcmp(va, vb) == 0 && strcmp(aa, ab) == 0)
+		buf[0] = '\0';
+	else
+		snprintf(buf, size, ", cowrun %s, ABI %s", va, aa);
+}
+
+/* "sales --rows 10 (64 tasks)" from an identity text, for messages;
+ * `build` (describe_build()) goes inside the parentheses. */
+static void describe_identity(const char *identity, size_t length, const char *build,
+			      char *buf, size_t size)
 {
 	char text[1024];
 	size_t n = length < sizeof text - 1 ? length : sizeof text - 1;
@@ -118,14 +162,15 @@ static void describe_identity(const char *identity, size_t length, char *buf, si
 		if ((size_t)(out - buf) >= size - 1)
 			return;
 	}
-	snprintf(out, size - (size_t)(out - buf), " (%s tasks)", tasks);
+	snprintf(out, size - (size_t)(out - buf), " (%s tasks%s)", tasks, build);
 }
 
 /* Check the first frame is this run's identity. */
 static int check_identity(const char *context, const char *path, const struct wire_frame *f,
 			  const char *identity)
 {
-	char saved[512], ours[512];
+	char saved[512], ours[512], saved_build[128], our_build[128];
+	const char *payload = (const char *)f->payload;
 
 	if (f->type != WIRE_IDENTITY || f->length < strlen(RESULTS_MAGIC_LINE) ||
 	    memcmp(f->payload, RESULTS_MAGIC_LINE, strlen(RESULTS_MAGIC_LINE)) != 0) {
@@ -134,8 +179,12 @@ static int check_identity(const char *context, const char *path, const struct wi
 	}
 	if (f->length == strlen(identity) && memcmp(f->payload, identity, f->length) == 0)
 		return 0;
-	describe_identity((const char *)f->payload, f->length, saved, sizeof saved);
-	describe_identity(identity, strlen(identity), ours, sizeof ours);
+	describe_build(payload, f->length, identity, strlen(identity), saved_build,
+		       sizeof saved_build);
+	describe_build(identity, strlen(identity), payload, f->length, our_build,
+		       sizeof our_build);
+	describe_identity(payload, f->length, saved_build, saved, sizeof saved);
+	describe_identity(identity, strlen(identity), our_build, ours, sizeof ours);
 	warnx_("%s: '%s' was saved by '%s', not by this run's '%s'", context, path, saved, ours);
 	return -1;
 }
@@ -215,6 +264,10 @@ static int load_frame(void *ctx, const struct wire_frame *f)
 	}
 	if (s->frames == 0 && f->type != WIRE_IDENTITY)
 		return check_identity("merge", s->path, f, s->identity);
+	if (f->type == WIRE_END && f->length != 0) {
+		warnx_("merge: '%s' holds a malformed end marker", s->path);
+		return -1;
+	}
 	switch (f->type) {
 	case WIRE_IDENTITY:
 		if (s->frames > 0) {
@@ -222,7 +275,13 @@ static int load_frame(void *ctx, const struct wire_frame *f)
 			return -1;
 		}
 		s->frames++;
-		return check_identity("merge", s->path, f, s->identity);
+		if (check_identity("merge", s->path, f, s->identity) != 0)
+			return -1;
+		if (f->task != 0) {
+			warnx_("merge: '%s' holds a malformed identity frame", s->path);
+			return -1;
+		}
+		return 0;
 	case WIRE_END:
 		if (f->task != s->frames - 1) {
 			warnx_("merge: '%s' ends after %llu tasks but says %llu", s->path,
@@ -256,19 +315,58 @@ static int check_complete(const struct saved_file *s, const struct wire_reader *
 	return 0;
 }
 
+/* Does fd hold a file of results format 1 (24-byte headers, no
+ * checksums)?  Read with pread: the file offset stays where it was. */
+static int is_format_1(int fd)
+{
+	unsigned char head[RESULTS_V1_HEADER + sizeof RESULTS_V1_MAGIC_LINE - 1];
+	uint32_t type, magic;
+
+	if (pread(fd, head, sizeof head, 0) != (ssize_t)sizeof head)
+		return 0;
+	memcpy(&type, head, sizeof type);
+	memcpy(&magic, head + 4, sizeof magic);
+	return type == WIRE_IDENTITY && magic == WIRE_MAGIC &&
+	       memcmp(head + RESULTS_V1_HEADER, RESULTS_V1_MAGIC_LINE,
+		      sizeof RESULTS_V1_MAGIC_LINE - 1) == 0;
+}
+
+/* "its identity frame", "its end marker" or "frame of task 17": the frame
+ * whose checksum failed, as its (possibly damaged) header says. */
+static const char *describe_bad_frame(const struct wire_fault *fault, uint64_t frames_before,
+				      char *buf, size_t size)
+{
+	if (frames_before == 0)
+		return "its identity frame";
+	if (fault->type == WIRE_END)
+		return "its end marker";
+	snprintf(buf, size, "frame of task %llu", (unsigned long long)fault->task);
+	return buf;
+}
+
 int results_load(const char *path, const char *identity, results_take_fn *take, void *ctx)
 {
 	struct wire_reader r;
 	struct saved_file s = { path, identity, 0, 0, take, ctx };
+	char what[64];
 	int rc = -1, fd = open_frames("merge", "", path, &r);
 
 	if (fd < 0)
 		return -1;
+	if (is_format_1(fd)) {
+		warnx_("merge: '%s' is in results format 1, of an older cowrun; this one reads "
+		       "format 2: save the results again", path);
+		goto out;
+	}
 	switch (read_frames(fd, &r, load_frame, &s)) {
 	case READ_STOPPED:
 		break;
 	case READ_CORRUPT:
-		warnx_("merge: '%s' is corrupt or not a cowrun results file", path);
+		if (r.fault.kind == WIRE_BAD_CHECKSUM)
+			warnx_("merge: '%s': %s fails its checksum (the file is damaged)", path,
+			       describe_bad_frame(&r.fault, s.frames, what, sizeof what));
+		else
+			warnx_("merge: '%s' is corrupt or not a cowrun results file", path);
 		break;
 	case READ_ERROR:
 		warnx_("merge: cannot read '%s': %s", path, strerror(errno));
@@ -277,6 +375,7 @@ int results_load(const char *path, const char *identity, results_take_fn *take, 
 		rc = check_complete(&s, &r);
 		break;
 	}
+out:
 	wire_reader_free(&r);
 	close(fd);
 	return rc;
@@ -347,47 +446,192 @@ int journal_close(struct results_writer *w)
 	return rc;
 }
 
-/* A journal being read: how much of it is complete frames so far. */
+/* A journal being read, whole, from memory. */
 struct journal_file {
 	const char *path, *identity;
-	long long consumed;
+	unsigned char *data;
+	size_t size;
+	size_t records;          /* task frames taken */
 	results_take_fn *take;
 	void *ctx;
 };
 
-/* The identity frame, then every task frame to the taker. */
-static int journal_frame(void *ctx, const struct wire_frame *f)
+/* Read all of fd into *data (malloc'd; the caller frees it).  Returns 0,
+ * or -1 with errno. */
+static int read_whole(int fd, unsigned char **data, size_t *size)
 {
-	struct journal_file *j = ctx;
+	struct stat st;
+	size_t got = 0;
 
-	if (j->consumed == 0 && check_identity("--resume", j->path, f, j->identity) != 0)
+	*data = NULL;
+	if (fstat(fd, &st) != 0)
 		return -1;
-	if (j->consumed > 0 && (f->type == WIRE_RESULT || f->type == WIRE_FAILED) &&
-	    j->take(j->ctx, f) != 0)
+	*data = malloc((size_t)st.st_size + 1);
+	if (*data == NULL)
 		return -1;
-	j->consumed += (long long)(sizeof(struct wire_header) + f->length);
+	while (got < (size_t)st.st_size) {
+		ssize_t n = read(fd, *data + got, (size_t)st.st_size - got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break; /* shrank while read: what is there is the journal */
+		got += (size_t)n;
+	}
+	*size = got;
 	return 0;
 }
 
-int journal_load(const char *path, const char *identity, results_take_fn *take, void *ctx,
-		 long long *keep)
+/* The frame at `at`: 1 good (*f filled), else 0 or -1 as wire_parse(). */
+static int journal_frame_at(const struct journal_file *j, size_t at, struct wire_frame *f,
+			    struct wire_fault *fault)
 {
-	struct wire_reader r;
-	struct journal_file j = { path, identity, 0, take, ctx };
-	int rc = -1, fd = open_frames("--resume", "results journal ", path, &r);
+	return wire_parse(j->data + at, j->size - at, j->size, f, fault);
+}
 
-	if (fd < 0)
-		return -1;
-	/* A torn or garbled tail (the parent died mid-write) is dropped. */
-	if (read_frames(fd, &r, journal_frame, &j) == READ_STOPPED)
-		goto out;
-	if (j.consumed == 0)
-		warnx_("--resume: '%s' is not a cowrun results journal", path);
+/* The first good frame that starts after `at`, or j->size if none: is the
+ * damage at `at` the tail, or in the middle? */
+static size_t next_good_frame(const struct journal_file *j, size_t at)
+{
+	const uint32_t magic = WIRE_MAGIC;
+	struct wire_frame f;
+	struct wire_fault fault;
+
+	for (size_t from = at + 1 + 4; from + 4 <= j->size; from++) {
+		const unsigned char *hit = memmem(j->data + from, j->size - from, &magic, 4);
+		if (hit == NULL)
+			break;
+		from = (size_t)(hit - j->data);
+		if (journal_frame_at(j, from - 4, &f, &fault) == 1)
+			return from - 4;
+	}
+	return j->size;
+}
+
+/* A task frame to the taker (other types are skipped). */
+static int journal_take(struct journal_file *j, const struct wire_frame *f)
+{
+	if (f->type != WIRE_RESULT && f->type != WIRE_FAILED)
+		return 0;
+	j->records++;
+	return j->take(j->ctx, f);
+}
+
+/* A damaged record at `at` with good frames from `next` on: refused, or
+ * (rerun) dropped.  Its task then has no record, or an earlier FAILED one
+ * (a task is journaled again only when it failed), so it runs again.
+ * Returns 0 or -1 after a message. */
+static int journal_damaged(const struct journal_file *j, size_t at, size_t next,
+			   const struct wire_fault *fault, int rerun)
+{
+	char what[96];
+
+	if (fault->kind == WIRE_BAD_CHECKSUM)
+		snprintf(what, sizeof what, "the record of task %llu (byte %zu) fails its checksum",
+			 (unsigned long long)fault->task, at);
 	else
-		rc = 0;
-	*keep = j.consumed;
+		snprintf(what, sizeof what, "the record at byte %zu is not a frame", at);
+	if (!rerun) {
+		warnx_("--resume: '%s': %s, and good records follow it (the journal is damaged); "
+		       "--resume-failed drops it and runs its task again", j->path, what);
+		return -1;
+	}
+	warnx_("--resume-failed: '%s': %s: dropped (%zu bytes), its task runs again", j->path,
+	       what, next - at);
+	return 0;
+}
+
+/* Write the journal's good frames (j->data[0..size), damaged bytes
+ * already cut out) to a temporary file and rename it over the journal.
+ * Returns 0 or -1 after a message. */
+static int journal_rewrite(const struct journal_file *j, size_t size)
+{
+	char temp[PATH_MAX];
+	int fd;
+
+	snprintf(temp, sizeof temp, "%s.%ld.tmp", j->path, (long)getpid());
+	fd = open(temp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+	if (fd < 0 || write_all(fd, j->data, size) != 0 || fsync(fd) != 0 || close(fd) != 0 ||
+	    rename(temp, j->path) != 0) {
+		warnx_("--resume: cannot repair results journal '%s': %s", j->path,
+		       strerror(errno));
+		if (fd >= 0)
+			unlink(temp);
+		return -1;
+	}
+	return 0;
+}
+
+/* Walk the frames: the identity, then the task frames, cutting damaged
+ * middle records out of j->data when rerun.  Sets *good to the length of
+ * the good part (after any cut) and *cut to the bytes cut.  Returns 0 or
+ * -1 after a message. */
+static int journal_walk(struct journal_file *j, int rerun, size_t *good, size_t *cut)
+{
+	struct wire_frame f;
+	struct wire_fault fault = { 0 };
+	size_t at = 0;
+
+	*cut = 0;
+	while (at < j->size) {
+		if (journal_frame_at(j, at, &f, &fault) != 1) {
+			size_t next = next_good_frame(j, at);
+			if (at == 0 || next == j->size)
+				break; /* a bad identity, or the tail */
+			if (journal_damaged(j, at, next, &fault, rerun) != 0)
+				return -1;
+			memmove(j->data + at, j->data + next, j->size - next);
+			j->size -= next - at;
+			*cut += next - at;
+			continue;
+		}
+		if (at == 0 ? check_identity("--resume", j->path, &f, j->identity) != 0
+			    : journal_take(j, &f) != 0)
+			return -1;
+		at += sizeof(struct wire_header) + f.length;
+	}
+	*good = at;
+	if (at == 0) {
+		if (fault.kind == WIRE_BAD_CHECKSUM)
+			warnx_("--resume: '%s': its identity frame fails its checksum (the "
+			       "journal is damaged)", j->path);
+		else
+			warnx_("--resume: '%s' is not a cowrun results journal", j->path);
+		return -1;
+	}
+	return 0;
+}
+
+int journal_load(const char *path, const char *identity, int rerun_damaged,
+		 results_take_fn *take, void *ctx, long long *keep)
+{
+	struct journal_file j = { path, identity, NULL, 0, 0, take, ctx };
+	size_t good = 0, cut = 0;
+	int rc = -1, fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0) {
+		warnx_("--resume: cannot open results journal '%s': %s", path, strerror(errno));
+		return -1;
+	}
+	if (read_whole(fd, &j.data, &j.size) != 0) {
+		warnx_("--resume: cannot read '%s': %s", path, strerror(errno));
+		goto out;
+	}
+	if (is_format_1(fd)) {
+		warnx_("--resume: '%s' is in results format 1, of an older cowrun; this one "
+		       "reads format 2: run again without --resume", path);
+		goto out;
+	}
+	if (journal_walk(&j, rerun_damaged, &good, &cut) != 0)
+		goto out;
+	if (good < j.size)
+		warnx_("--resume: '%s': kept %zu records, dropped a torn or damaged tail of "
+		       "%zu bytes", path, j.records, j.size - good);
+	if (cut > 0 && journal_rewrite(&j, good) != 0)
+		goto out;
+	*keep = (long long)good;
+	rc = 0;
 out:
-	wire_reader_free(&r);
+	free(j.data);
 	close(fd);
 	return rc;
 }

@@ -1,16 +1,19 @@
 /*
  * results.h - saved-results files (--save-results, --merge).
  *
- * A file is a stream of wire frames (wire.h): an IDENTITY frame saying which
- * workload, arguments and task count produced it, then one RESULT or FAILED
+ * A file is a stream of wire frames (wire.h), each with its checksum: an
+ * IDENTITY frame saying which format, cowrun version, workload (and its
+ * ABI), arguments and task count produced it, then one RESULT or FAILED
  * frame per task run, in task order, then an END frame counting them, so a
- * truncated file is recognised.  It is written to a temporary name in the
+ * truncated file is recognised.  A frame whose checksum fails is refused
+ * with a message naming the file, the frame's task and "checksum".  It is written to a temporary name in the
  * same directory, fsync'd and renamed: a file under its final name is
  * complete.
  */
 #ifndef COWRUN_RESULTS_H
 #define COWRUN_RESULTS_H
 
+#include "cowrun.h"
 #include "wire.h"
 
 #include <limits.h>
@@ -24,10 +27,16 @@
  */
 typedef int results_take_fn(void *ctx, const struct wire_frame *f);
 
-/* The identity text of a run: workload, its arguments, task count.  A
- * merge refuses files whose identity differs.  Returns a malloc'd string
- * (the caller frees it), or NULL (ENOMEM). */
-char *results_identity(const char *workload, int argc, char **argv, size_t ntasks);
+/*
+ * The identity text of a run, one "KEY VALUE" line each: the results
+ * format ("cowrun results 2"), cowrun's `version`, the workload's name and
+ * COWRUN_ABI_VERSION, the task count, and its arguments argv[1..argc-1].
+ * No build id: shards built on different hosts from one source merge.  A
+ * merge or --resume refuses files whose identity differs.  Returns a
+ * malloc'd string (the caller frees it), or NULL (ENOMEM).
+ */
+char *results_identity(const char *version, const struct cowrun_workload *w, int argc,
+		       char **argv, size_t ntasks);
 
 struct results_writer {
 	int fd;
@@ -65,11 +74,13 @@ int results_load(const char *path, const char *identity, results_take_fn *take, 
  * The results journal that goes with a --joblog (JOBLOG.res): an IDENTITY
  * frame, then every task's final outcome appended as it happens, written
  * at once and fsync'd at most once a second and at close, so --resume can
- * reuse finished work after any interruption.  It has no END frame: a torn
- * last frame is dropped when it is read back.
+ * reuse finished work after any interruption.  It has no END frame.  Read
+ * back as a write-ahead log is: a torn or damaged tail (no good frame after
+ * it) is dropped; a damaged record with good ones after it is an error
+ * (journal_load()).
  *
  * journal_open() starts a new journal, or with `keep` > 0 truncates an
- * existing one to its first `keep` bytes (its complete frames, as
+ * existing one to its first `keep` bytes (its good frames, as
  * journal_load() measured them) and appends.  Returns 0 or -1 after a
  * message.
  */
@@ -84,12 +95,18 @@ int journal_put(struct results_writer *w, enum wire_type type, size_t task,
 int journal_close(struct results_writer *w);
 
 /*
- * Read journal `path`: check its identity, then call `take` for every
- * complete task frame in file order.  Sets *keep to the length of the
- * complete part.  Returns 0, or -1 after a message naming the file (missing,
- * foreign, unreadable) or when `take` fails.
+ * Read journal `path`: check its identity, then call `take` for every good
+ * task frame in file order.  A torn or damaged tail is dropped, saying on
+ * stderr how many records were kept and how many bytes dropped.  A damaged
+ * record followed by good ones is refused naming its task, unless
+ * `rerun_damaged` (--resume-failed): then the record is dropped (its task
+ * has no record left, or an earlier FAILED one, so it runs again) and the
+ * journal is rewritten without the damaged bytes (to a temporary file,
+ * fsync'd and renamed).  Sets *keep to the
+ * length of the good part.  Returns 0, or -1 after a message naming the
+ * file (missing, foreign, unreadable, damaged) or when `take` fails.
  */
-int journal_load(const char *path, const char *identity, results_take_fn *take, void *ctx,
-		 long long *keep);
+int journal_load(const char *path, const char *identity, int rerun_damaged,
+		 results_take_fn *take, void *ctx, long long *keep);
 
 #endif

@@ -37,7 +37,7 @@ static int take_outcome(void *ctx, const struct wire_frame *f)
 }
 
 int resume_load(struct resume_state *r, const char *joblog, const char *workload,
-		const char *identity, size_t ntasks)
+		const char *identity, size_t ntasks, int rerun_failed)
 {
 	char path[4096];
 	const char *log = joblog[0] == '+' ? joblog + 1 : joblog;
@@ -60,7 +60,7 @@ int resume_load(struct resume_state *r, const char *joblog, const char *workload
 		return -1;
 	}
 	r->journal_found = 1;
-	return journal_load(path, identity, take_outcome, r, &r->keep);
+	return journal_load(path, identity, rerun_failed, take_outcome, r, &r->keep);
 }
 
 /* Does the journal settle task k (so it is not run again)? */

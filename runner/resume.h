@@ -27,10 +27,12 @@ char *resume_journal_path(const char *joblog, char *buf, size_t size);
  * Read the journal of `joblog`, if there is one, checking it belongs to
  * this workload and arguments (the joblog itself was read and checked by
  * sidefiles_lock()).  No journal and no joblog line: nothing to resume,
- * every task runs.  Returns 0, or -1 after a message.
+ * every task runs.  A damaged record in the middle of the journal is
+ * refused unless rerun_failed (--resume-failed), which runs its task
+ * again (journal_load()).  Returns 0, or -1 after a message.
  */
 int resume_load(struct resume_state *r, const char *joblog, const char *workload,
-		const char *identity, size_t ntasks);
+		const char *identity, size_t ntasks, int rerun_failed);
 
 /*
  * Remove from tasks[0..*count) (ascending) those the journal settles:

@@ -6,10 +6,22 @@
 #include "util.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
 #include <unistd.h>
+#include <xxhash.h>
+
+/* The header's first four fields: everything but the checksum. */
+#define WIRE_HEADER_SUMMED offsetof(struct wire_header, checksum)
+
+uint64_t wire_checksum(const struct wire_header *h, const void *payload, size_t length)
+{
+	XXH64_hash_t seed = XXH3_64bits(h, WIRE_HEADER_SUMMED);
+
+	return XXH3_64bits_withSeed(payload, length, seed);
+}
 
 int wire_writer_init(struct wire_writer *w, int fd, size_t capacity)
 {
@@ -48,11 +60,12 @@ static int write_frame_now(int fd, const struct wire_header *h,
 int wire_put(struct wire_writer *w, enum wire_type type, uint64_t task,
 	     const void *payload, size_t length)
 {
-	struct wire_header h = { type, WIRE_MAGIC, task, length };
+	struct wire_header h = { type, WIRE_MAGIC, task, length, 0 };
 	size_t need = sizeof h + length;
 
 	if (w->len + need > w->cap && wire_flush(w) != 0)
 		return -1;
+	h.checksum = wire_checksum(&h, payload, length);
 	if (need > w->cap)
 		return write_frame_now(w->fd, &h, payload, length);
 	memcpy(w->buf + w->len, &h, sizeof h);
@@ -88,6 +101,7 @@ int wire_reader_init(struct wire_reader *r, size_t capacity)
 	r->start = r->end = 0;
 	r->cap = capacity;
 	r->max_payload = WIRE_MAX_PAYLOAD;
+	memset(&r->fault, 0, sizeof r->fault);
 	r->buf = malloc(capacity);
 	return r->buf ? 0 : -1;
 }
@@ -146,24 +160,43 @@ long wire_reader_fill(struct wire_reader *r, int fd)
 	return (long)n;
 }
 
-int wire_reader_next(struct wire_reader *r, struct wire_frame *frame)
+int wire_parse(const unsigned char *buf, size_t avail, uint64_t max_payload,
+	       struct wire_frame *frame, struct wire_fault *fault)
 {
 	struct wire_header h;
 
-	if (r->end - r->start < sizeof h)
+	fault->kind = WIRE_OK;
+	if (avail < sizeof h)
 		return 0;
-	memcpy(&h, r->buf + r->start, sizeof h);
-	if (h.magic != WIRE_MAGIC || h.length > r->max_payload ||
-	    h.type < WIRE_RESULT || h.type > WIRE_TYPE_MAX)
+	memcpy(&h, buf, sizeof h);
+	if (h.magic != WIRE_MAGIC || h.length > max_payload ||
+	    h.type < WIRE_RESULT || h.type > WIRE_TYPE_MAX) {
+		fault->kind = WIRE_BAD_HEADER;
 		return -1;
-	if (r->end - r->start - sizeof h < h.length)
+	}
+	if (avail - sizeof h < h.length)
 		return 0;
+	if (wire_checksum(&h, buf + sizeof h, (size_t)h.length) != h.checksum) {
+		fault->kind = WIRE_BAD_CHECKSUM;
+		fault->type = h.type;
+		fault->task = h.task;
+		return -1;
+	}
 	frame->type = (enum wire_type)h.type;
 	frame->task = h.task;
-	frame->payload = r->buf + r->start + sizeof h;
+	frame->payload = buf + sizeof h;
 	frame->length = (size_t)h.length;
-	r->start += sizeof h + (size_t)h.length;
 	return 1;
+}
+
+int wire_reader_next(struct wire_reader *r, struct wire_frame *frame)
+{
+	int got = wire_parse(r->buf + r->start, r->end - r->start, r->max_payload, frame,
+			     &r->fault);
+
+	if (got == 1)
+		r->start += sizeof(struct wire_header) + frame->length;
+	return got;
 }
 
 size_t wire_reader_pending(const struct wire_reader *r)

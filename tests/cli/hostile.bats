@@ -45,15 +45,16 @@ refused() {
 	fi
 }
 
-# frame TYPE TASK PAYLOAD: one wire frame (runner/wire.h) on stdout.
+# frame TYPE TASK PAYLOAD: one wire frame (runner/wire.h) on stdout, with
+# its correct checksum (tests/helpers/mkframe), so each case tests the
+# check it means to and not only the checksum.
 frame() {
-	perl -e 'my ($t, $k, $p) = @ARGV;
-		print pack("VVQ<Q<", $t, 0x636f7752, $k, length $p), $p' "$@"
+	"$ROOT/build/tests/mkframe" "$@"
 }
 
 # frame_header TYPE TASK LENGTH: a frame header alone, claiming LENGTH bytes.
 frame_header() {
-	perl -e 'print pack("VVQ<Q<", $ARGV[0], 0x636f7752, $ARGV[1], $ARGV[2])' "$@"
+	"$ROOT/build/tests/mkframe" -l "$3" "$1" "$2"
 }
 
 # id.frame: this run's genuine identity frame, cut from a real results file
@@ -64,7 +65,7 @@ make_identity() {
 		selftest --tasks 3 >/dev/null
 	local idlen
 	idlen=$(od -An -t u8 -j 16 -N 8 "$BATS_TEST_TMPDIR/good.res" | tr -d ' ')
-	head -c $((24 + idlen)) "$BATS_TEST_TMPDIR/good.res" >"$BATS_TEST_TMPDIR/id.frame"
+	head -c $((32 + idlen)) "$BATS_TEST_TMPDIR/good.res" >"$BATS_TEST_TMPDIR/id.frame"
 }
 
 # csv NAME LINE...: NAME.csv in $W holding the header and the given lines.
@@ -349,8 +350,8 @@ csv() {
 	refused 255 "cowrun: merge: 'avg.res' was saved by 'average --size 100 --chunks 3 (3 tasks)', not by this run's 'selftest --tasks 3 (3 tasks)'" \
 		--merge avg.res selftest --tasks 3
 	# A results file of a later format version is not read as this one.
-	{ frame 4 3 "$(printf 'cowrun results 2\nworkload selftest\ntasks 3')"; frame 5 0 ''; } >v2.res
-	refused 255 "cowrun: merge: 'v2.res' is not a cowrun results file" --merge v2.res selftest --tasks 3
+	{ frame 4 3 "$(printf 'cowrun results 3\nworkload selftest\ntasks 3')"; frame 5 0 ''; } >v3.res
+	refused 255 "cowrun: merge: 'v3.res' is not a cowrun results file" --merge v3.res selftest --tasks 3
 	# Some other binary file.
 	head -c 4096 "$COWRUN" >elf.res
 	refused 255 "cowrun: merge: 'elf.res' is corrupt or not a cowrun results file" \

@@ -7,8 +7,10 @@
  * chunks the stream is written in (so frames arrive split anywhere, and
  * the reader sees partial headers and payloads); the rest is the stream.
  * The reader's frames are checked against a plain reference decoder: the
- * same frames, in order, with the same bytes; a corrupt stream reported
- * where the reference finds it; a partial frame left pending.
+ * same frames, in order, with the same bytes; a corrupt stream (a bad
+ * header, or a checksum that fails, computed here from wire.h's words
+ * with xxHash itself) reported where the reference finds it; a partial
+ * frame left pending.
  *
  * Build and run: make fuzz (see the Makefile); seeds in corpus/wire/.
  */
@@ -22,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <xxhash.h>
 
 /* A frame header may claim up to WIRE_MAX_PAYLOAD (1 TiB): on a worker's
  * pipe the reader then grows its buffer to fit, by design (the worker is
@@ -31,7 +34,7 @@
 
 /* The reference: the frame at data[*off], if the stream holds all of it.
  * Returns 1 (frame, *off advanced), 0 (partial: more bytes needed), or -1
- * (corrupt header). */
+ * (corrupt header, or a checksum that fails). */
 static int ref_next(const uint8_t *data, size_t size, size_t *off, struct wire_header *h)
 {
 	if (size - *off < sizeof *h)
@@ -42,6 +45,10 @@ static int ref_next(const uint8_t *data, size_t size, size_t *off, struct wire_h
 		return -1;
 	if (size - *off - sizeof *h < h->length)
 		return 0;
+	/* XXH3-64 of the payload, seeded with XXH3-64 of the first 24 bytes. */
+	if (XXH3_64bits_withSeed(data + *off + sizeof *h, (size_t)h->length,
+				 XXH3_64bits(data + *off, 24)) != h->checksum)
+		return -1;
 	*off += sizeof *h + h->length;
 	return 1;
 }

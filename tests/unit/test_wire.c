@@ -130,7 +130,8 @@ static unsigned char *encode(const struct frame_spec *f, size_t n, size_t *total
 	assert_non_null(buf);
 	size_t at = 0;
 	for (size_t i = 0; i < n; i++) {
-		struct wire_header h = { f[i].type, WIRE_MAGIC, f[i].task, spec_length(&f[i]) };
+		struct wire_header h = { f[i].type, WIRE_MAGIC, f[i].task, spec_length(&f[i]), 0 };
+		h.checksum = wire_checksum(&h, spec_payload(&f[i]), spec_length(&f[i]));
 		memcpy(buf + at, &h, sizeof h);
 		at += sizeof h;
 		memcpy(buf + at, spec_payload(&f[i]), spec_length(&f[i]));
@@ -735,25 +736,28 @@ static void eof_after(size_t cut, size_t want_frames, size_t want_pending)
 	close(p[0]);
 }
 
+/* The header's size (32 bytes: four fields and the checksum). */
+#define HDR sizeof(struct wire_header)
+
 static void test_eof_mid_payload(void **state)
 {
 	(void)state;
-	eof_after(24 + 40 + 24 + 60, 1, 24 + 60);
+	eof_after(HDR + 40 + HDR + 60, 1, HDR + 60);
 }
 
 static void test_eof_mid_header(void **state)
 {
 	(void)state;
-	eof_after(24 + 40 + 10, 1, 10);
+	eof_after(HDR + 40 + 10, 1, 10);
 	eof_after(5, 0, 5);
-	eof_after(24, 0, 24); /* a header with no payload yet */
+	eof_after(HDR, 0, HDR); /* a header with no payload yet */
 }
 
 static void test_eof_on_boundary(void **state)
 {
 	(void)state;
-	eof_after(24 + 40, 1, 0);
-	eof_after(24 + 40 + 24 + 100, 2, 0);
+	eof_after(HDR + 40, 1, 0);
+	eof_after(HDR + 40 + HDR + 100, 2, 0);
 	eof_after(0, 0, 0);
 }
 
@@ -790,7 +794,7 @@ static void expect_corrupt(const struct wire_header *bad)
 static void test_corrupt_bad_magic(void **state)
 {
 	(void)state;
-	struct wire_header h = { WIRE_RESULT, WIRE_MAGIC ^ 1u, 2, 7 };
+	struct wire_header h = { WIRE_RESULT, WIRE_MAGIC ^ 1u, 2, 7, 0 };
 	expect_corrupt(&h);
 	h.magic = 0;
 	expect_corrupt(&h);
@@ -801,7 +805,7 @@ static void test_corrupt_bad_magic(void **state)
 static void test_corrupt_bad_type(void **state)
 {
 	(void)state;
-	struct wire_header h = { 0, WIRE_MAGIC, 2, 7 };
+	struct wire_header h = { 0, WIRE_MAGIC, 2, 7, 0 };
 	expect_corrupt(&h);
 	h.type = WIRE_TYPE_MAX + 1;
 	expect_corrupt(&h);
@@ -812,7 +816,7 @@ static void test_corrupt_bad_type(void **state)
 static void test_corrupt_length(void **state)
 {
 	(void)state;
-	struct wire_header h = { WIRE_RESULT, WIRE_MAGIC, 2, WIRE_MAX_PAYLOAD + 1 };
+	struct wire_header h = { WIRE_RESULT, WIRE_MAGIC, 2, WIRE_MAX_PAYLOAD + 1, 0 };
 	expect_corrupt(&h);
 	h.length = UINT64_MAX;
 	expect_corrupt(&h);
@@ -823,7 +827,7 @@ static void test_corrupt_length(void **state)
 static void test_corrupt_partial_header(void **state)
 {
 	(void)state;
-	struct wire_header h = { 9, 0xdeadbeefu, 0, 0 };
+	struct wire_header h = { 9, 0xdeadbeefu, 0, 0, 0 };
 	struct wire_reader r;
 	struct wire_frame got;
 	int p[2];
@@ -838,6 +842,102 @@ static void test_corrupt_partial_header(void **state)
 	wire_reader_free(&r);
 	close(p[0]);
 	close(p[1]);
+}
+
+/* ---- checksums ---- */
+
+/* A good frame, then the same frame with byte `at` xor `mask`, then a good
+ * one: the first decodes, the damaged one fails its checksum (naming the
+ * task its header says), byte by byte as well as at once. */
+static void expect_checksum_fails(size_t at, unsigned char mask, uint64_t want_task)
+{
+	static const struct frame_spec f[] = {
+		{ WIRE_RESULT, 1, 17, NULL },
+		{ WIRE_RESULT, 2, 50, NULL },
+		{ WIRE_RESULT, 3, 9, NULL },
+	};
+	size_t total, first = HDR + 17;
+	int p[2];
+	struct wire_reader r;
+	struct wire_frame got;
+
+	pattern_ensure(0);
+	unsigned char *stream = encode(f, 3, &total);
+	stream[first + at] ^= mask;
+	assert_int_equal(pipe(p), 0);
+	assert_int_equal(wire_reader_init(&r, 16), 0);
+	int frames = 0, rc = 0;
+	/* One byte at a time: a partial damaged frame only asks for more. */
+	for (size_t i = 0; i < total && rc >= 0; i++) {
+		assert_int_equal(write(p[1], stream + i, 1), 1);
+		assert_int_equal(wire_reader_fill(&r, p[0]), 1);
+		while ((rc = wire_reader_next(&r, &got)) == 1)
+			check_frame(&got, &f[frames++]);
+		if (rc < 0)
+			assert_int_equal(i, first + HDR + 50 - 1); /* at its last byte */
+	}
+	assert_int_equal(frames, 1);
+	assert_int_equal(rc, -1);
+	assert_int_equal(r.fault.kind, WIRE_BAD_CHECKSUM);
+	assert_int_equal(r.fault.task, want_task);
+	assert_int_equal(wire_reader_next(&r, &got), -1); /* not consumed */
+	/* The same from memory. */
+	struct wire_fault fault;
+	assert_int_equal(wire_parse(stream, total, WIRE_MAX_PAYLOAD, &got, &fault), 1);
+	assert_int_equal(wire_parse(stream + first, total - first, WIRE_MAX_PAYLOAD, &got,
+				    &fault), -1);
+	assert_int_equal(fault.kind, WIRE_BAD_CHECKSUM);
+	wire_reader_free(&r);
+	free(stream);
+	close(p[0]);
+	close(p[1]);
+}
+
+static void test_checksum_payload_byte(void **state)
+{
+	(void)state;
+	expect_checksum_fails(HDR, 0x01, 2);      /* first payload byte */
+	expect_checksum_fails(HDR + 25, 0x80, 2); /* a middle one */
+	expect_checksum_fails(HDR + 49, 0xff, 2); /* the last */
+}
+
+static void test_checksum_header_byte(void **state)
+{
+	(void)state;
+	/* The task field: the header stays plausible, the checksum catches it. */
+	expect_checksum_fails(offsetof(struct wire_header, task), 0x04, 6);
+	expect_checksum_fails(offsetof(struct wire_header, task) + 7, 0x10, 2 | (1ull << 60));
+	/* The type, still a valid type (RESULT -> FAILED). */
+	expect_checksum_fails(offsetof(struct wire_header, type), 0x03, 2);
+}
+
+static void test_checksum_field(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < 8; i++)
+		expect_checksum_fails(offsetof(struct wire_header, checksum) + i,
+				      (unsigned char)(1u << i), 2);
+}
+
+/* Every single-bit flip of a frame: never a frame that decodes. */
+static void test_checksum_every_bit(void **state)
+{
+	(void)state;
+	static const struct frame_spec f = { WIRE_FAILED, 7, 0, "a failure message" };
+	size_t total;
+	struct wire_frame got;
+	struct wire_fault fault;
+
+	unsigned char *stream = encode(&f, 1, &total);
+	assert_int_equal(wire_parse(stream, total, 1000, &got, &fault), 1);
+	for (size_t bit = 0; bit < total * 8; bit++) {
+		stream[bit / 8] ^= (unsigned char)(1u << (bit % 8));
+		/* -1, or 0 where a longer length now asks for more bytes */
+		assert_true(wire_parse(stream, total, 1000, &got, &fault) <= 0);
+		stream[bit / 8] ^= (unsigned char)(1u << (bit % 8));
+	}
+	assert_int_equal(wire_parse(stream, total, 1000, &got, &fault), 1);
+	free(stream);
 }
 
 int main(void)
@@ -872,6 +972,10 @@ int main(void)
 		cmocka_unit_test(test_corrupt_bad_type),
 		cmocka_unit_test(test_corrupt_length),
 		cmocka_unit_test(test_corrupt_partial_header),
+		cmocka_unit_test(test_checksum_payload_byte),
+		cmocka_unit_test(test_checksum_header_byte),
+		cmocka_unit_test(test_checksum_field),
+		cmocka_unit_test(test_checksum_every_bit),
 	};
 	int failed = cmocka_run_group_tests(tests, NULL, NULL);
 	free(pattern);
