@@ -43,7 +43,7 @@ int results_create(struct results_writer *w, const char *path, const char *ident
 {
 	memset(w, 0, sizeof *w);
 	snprintf(w->final, sizeof w->final, "%s", path);
-	snprintf(w->temp, sizeof w->temp, "%s.%ld.tmp", path, (long)getpid());
+	snprintf(w->temp, sizeof w->temp, "%s.%s.%ld.tmp", path, host_tag(), (long)getpid());
 	w->fd = open(w->temp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
 	if (w->fd < 0) {
 		warnx_("cannot create '%s': %s", w->temp, strerror(errno));
@@ -548,7 +548,7 @@ static int journal_rewrite(const struct journal_file *j, size_t size)
 	char temp[PATH_MAX];
 	int fd;
 
-	snprintf(temp, sizeof temp, "%s.%ld.tmp", j->path, (long)getpid());
+	snprintf(temp, sizeof temp, "%s.%s.%ld.tmp", j->path, host_tag(), (long)getpid());
 	fd = open(temp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
 	if (fd < 0 || write_all(fd, j->data, size) != 0 || fsync(fd) != 0 || close(fd) != 0 ||
 	    rename(temp, j->path) != 0) {
