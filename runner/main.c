@@ -51,6 +51,7 @@ struct cli {
 	int force;                /* omp mode even if not thread-safe */
 	const char *outdir;
 	int verbose;
+	int show_version;         /* --version (with -v: what a merge needs) */
 	struct selection selection;
 	const char *save_path;    /* --save-results */
 	const char *timeline_path;
@@ -117,7 +118,8 @@ static void usage(FILE *out)
 "      --list          list the built-in workloads\n"
 "  -v, --verbose       report setup time, workers and fork time on stderr\n"
 "  -h, --help          show this help\n"
-"  -V, --version       show the version\n"
+"  -V, --version       show the version; with -v also the results format and\n"
+"                      workload ABI, which saved results must share to merge\n"
 "\n"
 "Exit status:\n"
 "  0        every task succeeded\n"
@@ -282,6 +284,16 @@ static int take_plugin(int argc, char **argv, struct cli *cli)
 	return check_combinations(cli);
 }
 
+/* --version; with --verbose also what saved results from another cowrun
+ * must share with this one to merge (cowrun-cluster --check compares it
+ * on every host). */
+static void print_version(int verbose)
+{
+	printf("cowrun %s\n", COWRUN_VERSION);
+	if (verbose)
+		printf("results format %d, workload ABI %d\n", RESULTS_FORMAT, COWRUN_ABI_VERSION);
+}
+
 /* Parse the runner's own options.  Returns -1 to exit 0 (help, list,
  * version done), 0 to run, or EXIT_USAGE after a message. */
 static int parse_cli(int argc, char **argv, struct cli *cli)
@@ -330,7 +342,7 @@ static int parse_cli(int argc, char **argv, struct cli *cli)
 		case 'v': cli->verbose = 1; break;
 		case 'l': registry_list(stdout); return -1;
 		case 'h': usage(stdout); return -1;
-		case 'V': printf("cowrun %s\n", COWRUN_VERSION); return -1;
+		case 'V': cli->show_version = 1; break;
 		case ':':
 			warnx_("option '%s' needs a value", argv[optind - 1]);
 			return EXIT_USAGE;
@@ -345,6 +357,10 @@ static int parse_cli(int argc, char **argv, struct cli *cli)
 		 * what follows it is the workload's. */
 		if (c == 'W')
 			break;
+	}
+	if (cli->show_version) {
+		print_version(cli->verbose);
+		return -1;
 	}
 	if (cli->plugin_path)
 		return take_plugin(argc, argv, cli);

@@ -13,9 +13,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* The format version: 2 added the frames' checksums and the identity's
- * cowrun and abi lines.  A file of format 1 is recognised and refused. */
-#define RESULTS_MAGIC_LINE "cowrun results 2\n"
+/* The format version (RESULTS_FORMAT): 2 added the frames' checksums and
+ * the identity's cowrun and abi lines.  A file of format 1 is recognised
+ * and refused. */
+#define STRINGIFY(x) #x
+#define MAGIC_LINE(format) "cowrun results " STRINGIFY(format) "\n"
+#define RESULTS_MAGIC_LINE MAGIC_LINE(RESULTS_FORMAT)
 #define RESULTS_V1_MAGIC_LINE "cowrun results 1\n"
 #define RESULTS_V1_HEADER 24 /* format 1's frame header: no checksum */
 

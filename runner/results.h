@@ -17,6 +17,9 @@
 #include "wire.h"
 
 #include <limits.h>
+
+/* The saved-results and journal format this cowrun writes and reads. */
+#define RESULTS_FORMAT 2
 #include <stddef.h>
 
 /*

@@ -31,14 +31,13 @@ setup_file() {
 		sed -n "${i}p" "$SSHD_DIR/sshloginfile" >"$SSHD_DIR/h$i"
 	done
 	cat "$SSHD_DIR/h1" "$SSHD_DIR/h2" >"$SSHD_DIR/two"
-	# Host 3's cowrun answers the check (--version, WORKLOAD --help), then
+	# Host 3's cowrun answers the check (-v --version, WORKLOAD --help), then
 	# dies in the shard.
 	ln -s "$ROOT/bin/cowrun" "$SSHD_DIR/host1/bin/cowrun"
 	ln -s "$ROOT/bin/cowrun" "$SSHD_DIR/host2/bin/cowrun"
 	cat >"$SSHD_DIR/host3/bin/cowrun" <<-EOF
 	#!/bin/sh
-	[ "\$1" = --version ] && exec "$ROOT/bin/cowrun" --version
-	[ "\$2" = --help ] && exec "$ROOT/bin/cowrun" "\$@"
+	case "\$*" in *--version|*" --help") exec "$ROOT/bin/cowrun" "\$@" ;; esac
 	kill -KILL \$\$
 	EOF
 	chmod +x "$SSHD_DIR/host3/bin/cowrun"
@@ -156,6 +155,30 @@ left_on_hosts() {
 	[ "$status" -eq 255 ]
 	assert_no_leftovers
 	[ "$(grep -c "^FAIL ssh -F .*: cowrun: unknown workload 'nosuch' (see cowrun --list)\$" <<<"$output")" -eq 2 ]
+}
+
+@test "cluster --check: a host whose cowrun writes another results format fails before anything runs" {
+	need_sshd
+	# The same path here and there (loopback); only over ssh does this
+	# cowrun claim results format 3.
+	fake=$BATS_TEST_TMPDIR/cowrun-format3
+	cat >"$fake" <<-EOF
+	#!/bin/sh
+	if [ -n "\${SSH_CONNECTION:-}" ] && [ "\$2" = --version ]; then
+		"$ROOT/bin/cowrun" --version
+		echo "results format 3, workload ABI 1"
+		exit 0
+	fi
+	exec "$ROOT/bin/cowrun" "\$@"
+	EOF
+	chmod +x "$fake"
+	run --separate-stderr cluster --check --slf "$SSHD_DIR/two" --cowrun "$fake"
+	[ "$status" -eq 255 ]
+	assert_no_leftovers
+	[ "$(grep -c '^FAIL .*has cowrun [0-9.]* results format 3, workload ABI 1, this is cowrun [0-9.]* results format 2, workload ABI 1' <<<"$output")" -eq 2 ]
+	run --separate-stderr cluster --slf "$SSHD_DIR/two" --cowrun "$fake" -o "$BATS_TEST_TMPDIR/out" selftest --tasks 4
+	[ "$status" -eq 255 ]
+	[ ! -e "$BATS_TEST_TMPDIR/out" ]
 }
 
 @test "two hosts: sales stdout and reports are byte-identical to a local run; the joblogs name the hosts" {

@@ -15,6 +15,10 @@ load helpers
 	run --separate-stderr cowrun --version
 	[ "$status" -eq 0 ]
 	[[ "$output" =~ ^cowrun\ [0-9]+\.[0-9]+\.[0-9]+$ ]]
+	# With -v, what saved results must share to merge.
+	run --separate-stderr cowrun -v --version
+	[ "$status" -eq 0 ]
+	[[ "$output" =~ ^cowrun\ [0-9]+\.[0-9]+\.[0-9]+$'\n'"results format 2, workload ABI 1"$ ]]
 }
 
 @test "--list shows every built-in workload with a summary" {
