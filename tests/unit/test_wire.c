@@ -765,9 +765,17 @@ static void test_eof_on_boundary(void **state)
 
 /* Feed raw bytes (a good frame, then `bad`) and expect the good frame,
  * then -1. */
-static void expect_corrupt(const struct wire_header *bad)
+/* A good frame, then the header `bad` (with a checksum that holds where
+ * its 7-byte payload is whole, so only the field under test is wrong):
+ * the first decodes, then the reader says corrupt, and stays so. */
+static void expect_corrupt(const struct wire_header *given)
 {
 	struct frame_spec good = { WIRE_RESULT, 1, 17, NULL };
+	struct wire_header fixed = *given;
+	const struct wire_header *bad = &fixed;
+
+	if (fixed.length == 7)
+		fixed.checksum = wire_checksum(&fixed, "payload", 7);
 	size_t total;
 	int p[2];
 	struct wire_reader r;
