@@ -24,6 +24,7 @@
 
 #include "batch.h"
 #include "sidefiles.h"
+#include "util.h"
 
 static char home[PATH_MAX];   /* the directory the tests started in */
 static char dir[PATH_MAX];    /* this test's directory, the cwd */
@@ -365,11 +366,11 @@ static int steps;
  * nothing written in place yet. */
 static int middle_step(void *ctx)
 {
-	char temp[64];
+	char temp[300];
 
 	(void)ctx;
 	steps++;
-	snprintf(temp, sizeof temp, "x.res.%ld.tmp", (long)getpid());
+	snprintf(temp, sizeof temp, "x.res.%s.%ld.tmp", host_tag(), (long)getpid());
 	return access(temp, F_OK) == 0 && access("log", F_OK) != 0 ? 0 : -1;
 }
 
