@@ -35,9 +35,11 @@ rows() {
 	csv=$BATS_TEST_TMPDIR/r.csv
 	run --separate-stderr compare --jobs 2,1 --reps 2 --warmup 0 --workload selftest \
 		--out "$csv" --timeline "$BATS_TEST_TMPDIR/r-timeline.csv" \
-		-- --tasks 6 --report-bytes 64 --result-bytes 16
+		-- --tasks 6 --report-bytes 64 --result-bytes 16 --sleep-ms 30
 	[ "$status" -eq 0 ] || { echo "exit $status: $stderr" >&2; return 1; }
 	assert_no_leftovers
+	# (30 ms tasks: every run lasts long enough for psswatch to sample it,
+	# even on a loaded machine.)
 	# metadata for the reader and the plots, then the documented header
 	for key in workload args tasks cpu cores kernel date commit; do
 		grep -q "^# $key: " "$csv" || { echo "no '# $key:' line" >&2; return 1; }
