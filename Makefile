@@ -24,17 +24,13 @@ CFLAGS ?= -O2 -g
 WARNINGS = -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes
 ALL_CFLAGS = -std=gnu11 $(WARNINGS) -fopenmp -Irunner $(CFLAGS)
 LDLIBS = -lm
-# The runner's own library: xxHash, the frames' checksums (runner/wire.c).
-# bin/cowrun, the unit tests, the helpers that write frames and the fuzz
-# harnesses link it; workloads do not.
-RUNNER_LIBS = -lxxhash
 
 # Debian packages, by what they are for.  make deps installs the missing
 # ones without their recommendations: nothing else is used.
 #   build: the compiler and C library headers; pkg-config for the template
 #     workload (workloads/template) to find the installed cowrun.h;
-#     xxHash (XXH3_64bits) for the checksum of every frame of saved
-#     results, journals and workers' pipes
+#     xxHash's header (XXH3_64bits, compiled in: no library to load) for
+#     the checksum of every frame of saved results, journals and pipes
 DEB_BUILD = gcc libc6-dev make pkg-config libxxhash-dev
 #   risk.so, the bundled risk workload: LAPACK (Cholesky) and OpenBLAS
 DEB_BUNDLED = liblapacke-dev libopenblas-dev
@@ -72,7 +68,7 @@ all: bin/cowrun $(BUNDLED) build/forkcost build/psswatch
 # and friends from this binary.
 bin/cowrun: build/runner/main.o build/runner/registry.o $(RUNNER_OBJ) $(WORKLOAD_OBJ)
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -rdynamic -o $@ $^ $(LDLIBS) $(RUNNER_LIBS)
+	$(CC) $(ALL_CFLAGS) -rdynamic -o $@ $^ $(LDLIBS)
 
 # Where the installed binary finds the bundled workloads, relative to its
 # own directory, and which names are bundled: compiled in, and recompiled
@@ -125,7 +121,7 @@ build/%.o: %.c
 
 build/tests/%: tests/unit/%.c $(RUNNER_OBJ)
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS) $(RUNNER_LIBS) -lcmocka
+	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS) -lcmocka
 
 -include $(shell find build -name '*.d' 2>/dev/null)
 
@@ -224,7 +220,7 @@ build/tests/reaper: tests/helpers/reaper.c
 # purpose), for the tests and seeds that craft results files by hand.
 build/tests/mkframe: tests/helpers/mkframe.c build/runner/wire.o build/runner/util.o
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS) $(RUNNER_LIBS)
+	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS)
 
 # ---- sanitizers and fuzzing (make check-asan, check-valgrind, fuzz) --------
 # check-asan: every test suite against an AddressSanitizer + UBSan build.
@@ -303,7 +299,7 @@ $(FUZZ_DIR)/%.o: %.c
 .SECONDARY: $(FUZZ_OBJ)
 $(FUZZ_DIR)/fuzz_csv: $(FUZZ_DIR)/workloads/sales.o
 $(FUZZ_DIR)/fuzz_%: tests/fuzz/fuzz_%.c $(RUNNER_SRC:%.c=$(FUZZ_DIR)/%.o)
-	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $^ -lm $(RUNNER_LIBS)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $^ -lm
 
 -include $(shell find $(FUZZ_DIR) -name '*.d' 2>/dev/null)
 

@@ -11,6 +11,9 @@
 #include <string.h>
 #include <sys/uio.h>
 #include <unistd.h>
+/* xxHash compiled in (its header has the whole of it): no library to load
+ * at every start of cowrun. */
+#define XXH_INLINE_ALL
 #include <xxhash.h>
 
 /* The header's first four fields: everything but the checksum. */

@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#define XXH_INLINE_ALL
 #include <xxhash.h>
 
 /* A frame header may claim up to WIRE_MAX_PAYLOAD (1 TiB): on a worker's
