@@ -199,44 +199,49 @@ static int parse_crash(struct selftest_state *s, const char *spec)
 	return mark_tasks(s, "crash", list, FATE_CRASH);
 }
 
+/* "K[,K...][:N]": the task list into `list`, N (or `dflt` without one)
+ * into *n, which must lie in min..max; `what` names N in the message.
+ * Returns 0 or -1 after one line naming the option. */
+static int split_number(const char *option, const char *spec, char list[256], long long dflt,
+			long long min, long long max, const char *what, long long *n)
+{
+	const char *text;
+	char *end;
+
+	if (split_spec(option, spec, list, &text) != 0)
+		return -1;
+	*n = dflt;
+	if (text == NULL)
+		return 0;
+	errno = 0;
+	*n = strtoll(text, &end, 10);
+	if (end == text || *end != '\0' || errno || *n < min || *n > max) {
+		cowrun_error("--%s: '%s' is not %s (%lld-%lld)", option, text, what, min, max);
+		return -1;
+	}
+	return 0;
+}
+
 /* --call-exit K[,K...][:STATUS] */
 static int parse_call_exit(struct selftest_state *s, const char *spec)
 {
-	char list[256], *end;
-	const char *status;
+	char list[256];
+	long long status;
 
-	if (split_spec("call-exit", spec, list, &status) != 0)
+	if (split_number("call-exit", spec, list, 3, 0, 255, "an exit status", &status) != 0)
 		return -1;
-	s->exit_status = 3;
-	if (status) {
-		errno = 0;
-		long v = strtol(status, &end, 10);
-		if (end == status || *end != '\0' || errno || v < 0 || v > 255) {
-			cowrun_error("--call-exit: '%s' is not an exit status (0-255)", status);
-			return -1;
-		}
-		s->exit_status = (int)v;
-	}
+	s->exit_status = (int)status;
 	return mark_tasks(s, "call-exit", list, FATE_CALL_EXIT);
 }
 
 /* --slow K[,K...][:MS] */
 static int parse_slow(struct selftest_state *s, const char *spec)
 {
-	char list[256], *end;
-	const char *ms;
+	char list[256];
 
-	if (split_spec("slow", spec, list, &ms) != 0)
+	if (split_number("slow", spec, list, 60000, 0, 10000000, "a number of milliseconds",
+			 &s->slow_ms) != 0)
 		return -1;
-	s->slow_ms = 60000;
-	if (ms) {
-		errno = 0;
-		s->slow_ms = strtoll(ms, &end, 10);
-		if (end == ms || *end != '\0' || errno || s->slow_ms < 0 || s->slow_ms > 10000000) {
-			cowrun_error("--slow: '%s' is not a number of milliseconds (0-10000000)", ms);
-			return -1;
-		}
-	}
 	return mark_list(s, "slow", list, s->quirks, QUIRK_SLOW, 1);
 }
 
