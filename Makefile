@@ -56,7 +56,9 @@ risk_LIBS = -llapacke -lopenblas
 # (which pulls in every built-in workload).
 RUNNER_SRC = $(filter-out runner/main.c runner/registry.c,$(wildcard runner/*.c))
 RUNNER_OBJ = $(RUNNER_SRC:%.c=build/%.o)
-WORKLOAD_OBJ = $(BUILTIN_WORKLOADS:%=build/workloads/%.o)
+# A built-in workload, like a bundled one, is workloads/NAME.c or a folder
+# of them, workloads/NAME/*.c.
+WORKLOAD_OBJ = $(patsubst %.c,build/%.o,$(foreach w,$(BUILTIN_WORKLOADS),$(wildcard workloads/$(w).c workloads/$(w)/*.c)))
 BUNDLED = $(BUNDLED_WORKLOADS:%=build/workloads/%.so) $(BUNDLED_WORKLOADS:%=build/workloads/%.summary)
 UNIT_SRC = $(wildcard tests/unit/test_*.c)
 UNIT_BIN = $(UNIT_SRC:tests/unit/%.c=build/tests/%)
@@ -297,7 +299,7 @@ $(FUZZ_DIR)/%.o: %.c
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -MMD -MP -c -o $@ $<
 
 .SECONDARY: $(FUZZ_OBJ)
-$(FUZZ_DIR)/fuzz_csv: $(FUZZ_DIR)/workloads/sales.o
+$(FUZZ_DIR)/fuzz_csv: $(patsubst %.c,$(FUZZ_DIR)/%.o,$(wildcard workloads/sales/*.c))
 $(FUZZ_DIR)/fuzz_%: tests/fuzz/fuzz_%.c $(RUNNER_SRC:%.c=$(FUZZ_DIR)/%.o)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $^ -lm
 

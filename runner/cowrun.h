@@ -4,7 +4,9 @@
  * A workload is one `struct cowrun_workload`.  The runner calls its members in
  * this order, and in these processes:
  *
- *   parent:  setup() once            builds the shared, read-only state
+ *   parent:  setup() once            builds the shared, read-only state,
+ *                                    on the run's setup threads where it
+ *                                    calls cowrun_parallel()
  *   parent:  ntasks(), task_name()   sizes and names the batch
  *   worker:  run(state, k, task)     once per task, in a forked child (fork
  *                                    mode), the process that merges (serial
@@ -28,9 +30,12 @@
 #include <stdint.h>
 #include <stdio.h>
 
-/* Bumped whenever this header changes incompatibly; a loaded plugin whose
- * struct carries another value is refused. */
-#define COWRUN_ABI_VERSION 1
+/* Bumped whenever this header changes; a loaded plugin built for another
+ * value is refused, except ABI 1: its struct is a prefix of today's, and
+ * the members ABI 2 added (merge_context, merge_setup) count as absent.
+ * ABI 2 added cowrun_parallel(), cowrun_setup_threads(), cowrun_hash64()
+ * and those two members. */
+#define COWRUN_ABI_VERSION 2
 
 /* Workload flags. */
 enum {
@@ -95,6 +100,51 @@ void *cowrun_alloc(size_t size);
 void *cowrun_alloc_aligned(size_t size, size_t align); /* align: a power of two */
 char *cowrun_strdup(const char *s);
 void *cowrun_memdup(const void *p, size_t size);
+
+/* ---- parallel setup ------------------------------------------------------
+ * A nightly load phase (read and parse the day's data, build its indexes)
+ * need not run on one core.  setup() splits such work into blocks and hands
+ * them to cowrun_parallel(), which runs them on the run's setup threads:
+ * as many as -j says, at most the usable CPUs; one in --mode serial and in
+ * each job of a GNU Parallel run.  The runner decides; setup() never sees -j.
+ *
+ * Results must not depend on the thread count: make the blocks fixed by the
+ * input (so many rows, so many bytes ending at a line break), never by the
+ * number of threads, and give a generator's block its own random stream
+ * seeded from the block number.  Then a run's output is byte-identical at
+ * every -j and in every mode.
+ *
+ * The threads are created and joined inside each call: none exists when it
+ * returns, so the runner forks a single-threaded parent.  Inside `fn`,
+ * cowrun_alloc() and friends are safe (they take a lock: allocate in large
+ * pieces, e.g. size first, then fill disjoint parts of one allocation), and
+ * so is cowrun_error(), though lines from different blocks come in any
+ * order: to report "the first bad line", keep each block's error in its own
+ * memory and print the lowest block's after the call.
+ */
+
+/* The number of threads cowrun_parallel() uses (1 or more).  For sizing
+ * per-thread scratch memory. */
+unsigned cowrun_setup_threads(void);
+
+/* fn(ctx, block, thread) for one block: `thread` (0 .. threads-1) says which
+ * thread runs it, for per-thread scratch.  Returns 0, or -1 to stop. */
+typedef int (*cowrun_block_fn)(void *ctx, size_t block, unsigned thread);
+
+/*
+ * Run fn for every block 0 .. nblocks-1 on the setup threads (the calling
+ * thread is one of them) and return when all have finished.  Blocks start
+ * in increasing order.  Once a block fails, no block above it starts, while
+ * every block below it still runs: the failure with the lowest block number
+ * is always among those found.  Returns 0 if every block returned 0, else
+ * -1.  Only from setup() or merge_setup(), never from run().
+ */
+int cowrun_parallel(size_t nblocks, cowrun_block_fn fn, void *ctx);
+
+/* A 64-bit hash of len bytes (XXH3, the one cowrun checksums saved results
+ * with): fast enough to hash an input file while reading it.  Combine the
+ * hashes of fixed blocks in order to hash a file read in parallel. */
+uint64_t cowrun_hash64(const void *data, size_t len, uint64_t seed);
 
 /* ---- what a workload calls ------------------------------------------- */
 
@@ -184,6 +234,23 @@ struct cowrun_workload {
 
 	/* Parent, last.  Frees the state.  May be NULL. */
 	void (*teardown)(void *state);
+
+	/* ---- ABI 2: merge without setup.  Both may be NULL: then --merge
+	 * runs setup() as a batch run does. ---- */
+
+	/* Parent, after setup.  The bytes merge() and finish() need that the
+	 * arguments do not already say (a store list, a calendar) and a
+	 * hash of the input they were built from; *len set to their size.
+	 * Saved results carry them, and the results identity carries their
+	 * hash, so results of different inputs never merge, and --resume
+	 * refuses an input that changed.  Points into the state. */
+	const void *(*merge_context)(const void *state, size_t *len);
+
+	/* Parent, --merge only, instead of setup(): build from the arguments
+	 * and the saved context the state that ntasks(), task_name(),
+	 * merge(), finish() and teardown() need, without the expensive part
+	 * (run() is never called on it).  Returns NULL after cowrun_error(). */
+	void *(*merge_setup)(int argc, char **argv, const void *context, size_t len);
 };
 
 #endif

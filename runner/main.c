@@ -10,6 +10,7 @@
 #include "jobs.h"
 #include "merge.h"
 #include "outdir.h"
+#include "parallel.h"
 #include "omprun.h"
 #include "options.h"
 #include "pool.h"
@@ -32,7 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define COWRUN_VERSION "0.2.0"
+#define COWRUN_VERSION "0.3.0"
 #define MAX_MERGE_FILES 4096
 
 /* Exit statuses, as GNU Parallel's where it has one. */
@@ -388,6 +389,19 @@ static size_t choose_workers(const struct cli *cli, size_t ntasks)
 	return workers;
 }
 
+/* The setup's threads (cowrun_parallel()): the workers -j means, at most
+ * the usable CPUs (-j 0, one per task, means the CPUs here: the task count
+ * is not known before setup); one in serial mode. */
+static unsigned choose_setup_threads(const struct cli *cli)
+{
+	int cpus = cpu_count();
+	size_t threads = jobs_resolve(&cli->jobs, cpus, SIZE_MAX);
+
+	if (cli->mode == MODE_SERIAL)
+		return 1;
+	return threads < (size_t)cpus ? (unsigned)threads : (unsigned)cpus;
+}
+
 /* --stats and the --verbose memory line: how much of the setup the
  * workers shared, and how much each copied.  Returns 0 or -1 after a
  * message (the stats file could not be written). */
@@ -592,7 +606,7 @@ static int choose_tasks(const struct cli *cli, struct batch *b, const struct res
 static int run_batch(const struct cli *cli, struct batch *b, struct sidefiles *files)
 {
 	char *identity = results_identity(COWRUN_VERSION, b->workload, cli->wargc, cli->wargv,
-					  b->ntasks);
+					  b->ntasks, results_context_of(b->workload, b->state));
 	struct resume_state resume = { 0 };
 	size_t *selected = NULL;
 	int rc = EXIT_USAGE;
@@ -689,7 +703,12 @@ int main(int argc, char **argv)
 	b.workload = cli.workload;
 	b.outdir = cli.outdir;
 	b.verbose = cli.verbose;
-	b.state = cli.workload->setup(cli.wargc, cli.wargv);
+	setup_threads_set(choose_setup_threads(&cli));
+	if (cli.nmerge > 0 && cli.workload->merge_setup != NULL)
+		b.state = merge_setup_state(cli.workload, cli.merge_paths, cli.nmerge, cli.wargc,
+					    cli.wargv);
+	else
+		b.state = cli.workload->setup(cli.wargc, cli.wargv);
 	if (b.state == NULL)
 		goto out;
 	b.ntasks = cli.workload->ntasks(b.state);
@@ -698,7 +717,8 @@ int main(int argc, char **argv)
 		goto out;
 	if (cli.verbose) {
 		char arena_line[256];
-		warnx_("%s: setup %.3f s, %zu tasks", b.workload->name, (t1 - t0) / 1e9, b.ntasks);
+		warnx_("%s: setup %.3f s, %zu tasks, %u setup thread%s", b.workload->name,
+		       (t1 - t0) / 1e9, b.ntasks, cowrun_setup_threads(), cowrun_setup_threads() == 1 ? "" : "s");
 		warnx_("%s%s", arena_describe(setup_arena(), arena_line, sizeof arena_line),
 		       cli.no_freeze ? ", writable" : ", frozen");
 	}

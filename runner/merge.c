@@ -72,21 +72,31 @@ int merge_load_file(struct batch *b, const char *path, const char *identity)
 	return results_load(path, identity, take_saved, &loader);
 }
 
+/* The *.res files of a directory, in name order: their count, or -1 after
+ * a message (none, or the directory cannot be read). */
+static int list_directory(const char *dir, struct dirent ***names)
+{
+	int n = scandir(dir, names, select_results_files, compare_names);
+
+	if (n < 0)
+		warnx_("merge: cannot read directory '%s': %s", dir, strerror(errno));
+	else if (n == 0) {
+		warnx_("merge: directory '%s' holds no .res files", dir);
+		free(*names);
+		n = -1;
+	}
+	return n;
+}
+
 /* Load every *.res file of a directory, in name order. */
 static int load_directory(struct batch *b, const char *dir, const char *identity)
 {
 	struct dirent **names;
-	int n = scandir(dir, &names, select_results_files, compare_names);
+	int n = list_directory(dir, &names);
 	int rc = 0;
 
-	if (n < 0) {
-		warnx_("merge: cannot read directory '%s': %s", dir, strerror(errno));
+	if (n < 0)
 		return -1;
-	}
-	if (n == 0) {
-		warnx_("merge: directory '%s' holds no .res files", dir);
-		rc = -1;
-	}
 	for (int i = 0; i < n; i++) {
 		char path[PATH_MAX];
 		snprintf(path, sizeof path, "%s/%s", dir, names[i]->d_name);
@@ -118,12 +128,53 @@ static int check_nothing_missing(const struct batch *b)
 	return -1;
 }
 
+static int is_directory(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* The file whose context the merge starts from: `path`, or the first
+ * *.res file in directory `path`.  Returns 0 or -1 after a message. */
+static int first_results_file(const char *path, char *buf, size_t size)
+{
+	struct dirent **names;
+	int n;
+
+	if (!is_directory(path)) {
+		snprintf(buf, size, "%s", path);
+		return 0;
+	}
+	if ((n = list_directory(path, &names)) < 0)
+		return -1;
+	snprintf(buf, size, "%s/%s", path, names[0]->d_name);
+	for (int i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+	return 0;
+}
+
+void *merge_setup_state(const struct cowrun_workload *w, const char *const *paths,
+			size_t npaths, int argc, char **argv)
+{
+	char first[PATH_MAX];
+	struct results_context context;
+	void *state;
+
+	if (npaths == 0 || first_results_file(paths[0], first, sizeof first) != 0 ||
+	    results_read_context(first, &context) != 0)
+		return NULL;
+	state = w->merge_setup(argc, argv, context.bytes, context.len);
+	free((void *)context.bytes);
+	return state;
+}
+
 int merge_load(struct batch *b, const char *const *paths, size_t npaths, const char *identity)
 {
 	for (size_t i = 0; i < npaths; i++) {
-		struct stat st;
 		const char *path = paths[i];
-		int rc = stat(path, &st) == 0 && S_ISDIR(st.st_mode)
+		int rc = is_directory(path)
 			? load_directory(b, path, identity)
 			: merge_load_file(b, path, identity);
 		if (rc != 0)

@@ -23,4 +23,14 @@ int merge_load(struct batch *b, const char *const *paths, size_t npaths, const c
  * missing.  Returns 0 or -1 after a message naming the file. */
 int merge_load_file(struct batch *b, const char *path, const char *identity);
 
+/*
+ * --merge of a workload with merge_setup(): its state, built from the
+ * merge context saved in the first file (the first *.res of a directory)
+ * instead of a setup.  merge_load() then checks every file against the
+ * identity of that state, so files of another input are refused.  Returns
+ * the state, or NULL after a message.
+ */
+void *merge_setup_state(const struct cowrun_workload *w, const char *const *paths,
+			size_t npaths, int argc, char **argv);
+
 #endif

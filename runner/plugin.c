@@ -7,6 +7,7 @@
 #include "util.h"
 
 #include <dirent.h>
+#include <stddef.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <stdlib.h>
@@ -86,7 +87,44 @@ static const char *missing_member(const struct cowrun_workload *w)
 		return "run()";
 	if (w->merge == NULL)
 		return "merge()";
-	return w->finish == NULL ? "finish()" : NULL;
+	if (w->finish == NULL)
+		return "finish()";
+	if ((w->merge_setup == NULL) != (w->merge_context == NULL))
+		return w->merge_setup ? "merge_context() (merge_setup() needs it)"
+				      : "merge_setup() (merge_context() needs it)";
+	return NULL;
+}
+
+/* The members ABI 1 had: all of them up to teardown. */
+#define ABI1_SIZE (offsetof(struct cowrun_workload, teardown) + sizeof(void (*)(void *)))
+
+/* An ABI 1 plugin's struct is a prefix of today's: copy it into a whole
+ * one whose ABI 2 members are absent, never reading past its end.  NULL
+ * if memory ran out.  Lives as long as the process, as the library does. */
+static const struct cowrun_workload *widen_abi1(const struct cowrun_workload *old)
+{
+	struct cowrun_workload *w = calloc(1, sizeof *w);
+
+	if (w != NULL)
+		memcpy(w, old, ABI1_SIZE);
+	return w;
+}
+
+/* The plugin's workload as this cowrun reads it: its own struct (this
+ * ABI), a widened copy (ABI 1), or NULL after a message. */
+static const struct cowrun_workload *accept_abi(const struct cowrun_workload *w,
+						const char *path, const char *context)
+{
+	const struct cowrun_workload *ok = NULL;
+
+	if (w->abi_version == COWRUN_ABI_VERSION)
+		ok = w;
+	else if (w->abi_version == 1 && (ok = widen_abi1(w)) == NULL)
+		warnx_("%s: cannot load '%s': %s", context, path, strerror(ENOMEM));
+	else if (w->abi_version != 1)
+		warnx_("%s: '%s' was built for workload ABI %d, this cowrun has ABI %d (and reads 1): rebuild it against this cowrun.h",
+		       context, path, w->abi_version, COWRUN_ABI_VERSION);
+	return ok;
 }
 
 const struct cowrun_workload *plugin_load(const char *path, const char *context)
@@ -105,17 +143,18 @@ const struct cowrun_workload *plugin_load(const char *path, const char *context)
 		warnx_("%s: cannot load '%s': %s", context, path, dlerror());
 		return NULL;
 	}
-	const struct cowrun_workload *w = dlsym(handle, "cowrun_workload");
+	const struct cowrun_workload *symbol = dlsym(handle, "cowrun_workload"), *w = symbol;
 	const char *missing;
 	if (w == NULL)
 		warnx_("%s: '%s' exports no 'cowrun_workload' symbol: not a cowrun workload", context, path);
-	else if (w->abi_version != COWRUN_ABI_VERSION)
-		warnx_("%s: '%s' was built for workload ABI %d, this cowrun has ABI %d: rebuild it against this cowrun.h",
-		       context, path, w->abi_version, COWRUN_ABI_VERSION);
+	else if ((w = accept_abi(w, path, context)) == NULL)
+		; /* said why */
 	else if ((missing = missing_member(w)) != NULL)
 		warnx_("%s: '%s' defines no %s", context, path, missing);
 	else
 		return w;
+	if (w != symbol)
+		free((void *)w);
 	dlclose(handle);
 	return NULL;
 }

@@ -6,6 +6,7 @@
 #include "util.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,16 +15,35 @@
 #include <unistd.h>
 
 /* The format version (RESULTS_FORMAT): 2 added the frames' checksums and
- * the identity's cowrun and abi lines.  A file of format 1 is recognised
- * and refused. */
+ * the identity's cowrun and abi lines; 3 the merge context (its frame
+ * after the identity, its hash in the identity).  A file of an older
+ * format is recognised and refused. */
 #define STRINGIFY(x) #x
 #define MAGIC_LINE(format) "cowrun results " STRINGIFY(format) "\n"
 #define RESULTS_MAGIC_LINE MAGIC_LINE(RESULTS_FORMAT)
 #define RESULTS_V1_MAGIC_LINE "cowrun results 1\n"
 #define RESULTS_V1_HEADER 24 /* format 1's frame header: no checksum */
 
+struct results_context results_context_of(const struct cowrun_workload *w, const void *state)
+{
+	struct results_context c = { NULL, 0 };
+
+	if (w->merge_context != NULL)
+		c.bytes = w->merge_context(state, &c.len);
+	if (c.bytes == NULL)
+		c.len = 0;
+	return c;
+}
+
+/* The identity's line for a merge context: its hash, as hex. */
+#define CONTEXT_KEY "context"
+static void context_hash_text(const void *bytes, size_t len, char *buf, size_t size)
+{
+	snprintf(buf, size, "%016" PRIx64, cowrun_hash64(bytes, len, 0));
+}
+
 char *results_identity(const char *version, const struct cowrun_workload *w, int argc,
-		       char **argv, size_t ntasks)
+		       char **argv, size_t ntasks, struct results_context context)
 {
 	char *text = NULL;
 	size_t size = 0;
@@ -33,6 +53,11 @@ char *results_identity(const char *version, const struct cowrun_workload *w, int
 		return NULL;
 	fprintf(f, RESULTS_MAGIC_LINE "cowrun %s\nworkload %s\nabi %d\ntasks %zu\n", version,
 		w->name, w->abi_version, ntasks);
+	if (context.len > 0) {
+		char hash[32];
+		context_hash_text(context.bytes, context.len, hash, sizeof hash);
+		fprintf(f, CONTEXT_KEY " %s\n", hash);
+	}
 	for (int i = 1; i < argc; i++)
 		fprintf(f, "arg %s\n", argv[i]);
 	if (fclose(f) != 0) {
@@ -42,7 +67,8 @@ char *results_identity(const char *version, const struct cowrun_workload *w, int
 	return text;
 }
 
-int results_create(struct results_writer *w, const char *path, const char *identity)
+int results_create(struct results_writer *w, const char *path, const char *identity,
+		   struct results_context context)
 {
 	memset(w, 0, sizeof *w);
 	snprintf(w->final, sizeof w->final, "%s", path);
@@ -53,7 +79,9 @@ int results_create(struct results_writer *w, const char *path, const char *ident
 		return -1;
 	}
 	if (wire_writer_init(&w->out, w->fd, 1 << 16) != 0 ||
-	    wire_put(&w->out, WIRE_IDENTITY, 0, identity, strlen(identity)) != 0) {
+	    wire_put(&w->out, WIRE_IDENTITY, 0, identity, strlen(identity)) != 0 ||
+	    (context.len > 0 &&
+	     wire_put(&w->out, WIRE_CONTEXT, 0, context.bytes, context.len) != 0)) {
 		warnx_("cannot write '%s': %s", w->temp, strerror(errno));
 		results_abort(w);
 		return -1;
@@ -126,20 +154,26 @@ static void identity_field(const char *identity, size_t length, const char *key,
 	}
 }
 
-/* ", cowrun 0.2.0, ABI 1" when the two identities differ there, else "". */
+/* ", cowrun 0.2.0, ABI 1" when the two identities differ there, ", input
+ * HASH" when their merge contexts (their inputs) do, else "". */
 static void describe_build(const char *a, size_t alen, const char *b, size_t blen, char *buf,
 			   size_t size)
 {
-	char va[64], vb[64], aa[32], ab[32];
+	char va[64], vb[64], aa[32], ab[32], ca[32], cb[32];
 
 	identity_field(a, alen, "cowrun", va, sizeof va);
 	identity_field(b, blen, "cowrun", vb, sizeof vb);
 	identity_field(a, alen, "abi", aa, sizeof aa);
 	identity_field(b, blen, "abi", ab, sizeof ab);
-	if (strcmp(va, vb) == 0 && strcmp(aa, ab) == 0)
-		buf[0] = '\0';
-	else
+	identity_field(a, alen, CONTEXT_KEY, ca, sizeof ca);
+	identity_field(b, blen, CONTEXT_KEY, cb, sizeof cb);
+	buf[0] = '\0';
+	if (strcmp(va, vb) != 0 || strcmp(aa, ab) != 0)
 		snprintf(buf, size, ", cowrun %s, ABI %s", va, aa);
+	if (strcmp(ca, cb) != 0) {
+		size_t used = strlen(buf);
+		snprintf(buf + used, size - used, ", input %s", strcmp(ca, "?") ? ca : "unknown");
+	}
 }
 
 /* "sales --rows 10 (64 tasks)" from an identity text, for messages;
@@ -168,6 +202,19 @@ static void describe_identity(const char *identity, size_t length, const char *b
 	snprintf(out, size - (size_t)(out - buf), " (%s tasks%s)", tasks, build);
 }
 
+/* The format of an identity frame of an older format (2 .. this one's
+ * minus 1; format 1 has other frame headers), else 0. */
+static int older_format(const struct wire_frame *f)
+{
+	static const char magic[] = "cowrun results ";
+	size_t n = sizeof magic - 1;
+
+	if (f->type != WIRE_IDENTITY || f->length < n + 2 || memcmp(f->payload, magic, n) != 0 ||
+	    f->payload[n + 1] != '\n' || f->payload[n] < '2' || f->payload[n] >= '0' + RESULTS_FORMAT)
+		return 0;
+	return f->payload[n] - '0';
+}
+
 /* Check the first frame is this run's identity. */
 static int check_identity(const char *context, const char *path, const struct wire_frame *f,
 			  const char *identity)
@@ -177,7 +224,14 @@ static int check_identity(const char *context, const char *path, const struct wi
 
 	if (f->type != WIRE_IDENTITY || f->length < strlen(RESULTS_MAGIC_LINE) ||
 	    memcmp(f->payload, RESULTS_MAGIC_LINE, strlen(RESULTS_MAGIC_LINE)) != 0) {
-		warnx_("%s: '%s' is not a cowrun results file", context, path);
+		int format = older_format(f);
+		if (format > 0)
+			warnx_("%s: '%s' is in results format %d, of an older cowrun; this one reads "
+			       "format %d: %s", context, path, format, RESULTS_FORMAT,
+			       strcmp(context, "merge") == 0 ? "save the results again"
+							     : "run again without --resume");
+		else
+			warnx_("%s: '%s' is not a cowrun results file", context, path);
 		return -1;
 	}
 	if (f->length == strlen(identity) && memcmp(f->payload, identity, f->length) == 0)
@@ -252,11 +306,47 @@ struct saved_file {
 	const char *path, *identity;
 	uint64_t frames;         /* identity and task frames so far */
 	int ended;               /* END was read */
+	int context_seen;        /* the CONTEXT frame was read */
 	results_take_fn *take;
 	void *ctx;
 };
 
-/* The frames of one file, in order: identity, tasks, END. */
+/* Does the identity expect a merge context?  (It has a context line.) */
+static int expects_context(const struct saved_file *s)
+{
+	char hash[32];
+
+	identity_field(s->identity, strlen(s->identity), CONTEXT_KEY, hash, sizeof hash);
+	return strcmp(hash, "?") != 0;
+}
+
+/* The CONTEXT frame: right after the identity, once, and the one whose
+ * hash the identity names. */
+static int check_context(struct saved_file *s, const struct wire_frame *f)
+{
+	char want[32], got[32];
+
+	identity_field(s->identity, strlen(s->identity), CONTEXT_KEY, want, sizeof want);
+	context_hash_text(f->payload, f->length, got, sizeof got);
+	if (s->frames != 1 || s->context_seen || f->task != 0 || strcmp(want, got) != 0) {
+		warnx_("merge: '%s' holds a malformed merge context frame", s->path);
+		return -1;
+	}
+	s->context_seen = 1;
+	return 0;
+}
+
+/* Before the first task frame, and at the end: the context is there if
+ * the identity says there is one. */
+static int check_context_seen(const struct saved_file *s)
+{
+	if (s->context_seen || !expects_context(s))
+		return 0;
+	warnx_("merge: '%s' holds no merge context, though its identity names one", s->path);
+	return -1;
+}
+
+/* The frames of one file, in order: identity, context, tasks, END. */
 static int load_frame(void *ctx, const struct wire_frame *f)
 {
 	struct saved_file *s = ctx;
@@ -285,7 +375,11 @@ static int load_frame(void *ctx, const struct wire_frame *f)
 			return -1;
 		}
 		return 0;
+	case WIRE_CONTEXT:
+		return check_context(s, f);
 	case WIRE_END:
+		if (check_context_seen(s) != 0)
+			return -1;
 		if (f->task != s->frames - 1) {
 			warnx_("merge: '%s' ends after %llu tasks but says %llu", s->path,
 			       (unsigned long long)(s->frames - 1), (unsigned long long)f->task);
@@ -295,6 +389,8 @@ static int load_frame(void *ctx, const struct wire_frame *f)
 		return 0;
 	case WIRE_RESULT:
 	case WIRE_FAILED:
+		if (check_context_seen(s) != 0)
+			return -1;
 		s->frames++;
 		return s->take(s->ctx, f);
 	default:
@@ -350,7 +446,7 @@ static const char *describe_bad_frame(const struct wire_fault *fault, uint64_t f
 int results_load(const char *path, const char *identity, results_take_fn *take, void *ctx)
 {
 	struct wire_reader r;
-	struct saved_file s = { path, identity, 0, 0, take, ctx };
+	struct saved_file s = { path, identity, 0, 0, 0, take, ctx };
 	char what[64];
 	int rc = -1, fd = open_frames("merge", "", path, &r);
 
@@ -358,7 +454,7 @@ int results_load(const char *path, const char *identity, results_take_fn *take, 
 		return -1;
 	if (is_format_1(fd)) {
 		warnx_("merge: '%s' is in results format 1, of an older cowrun; this one reads "
-		       "format 2: save the results again", path);
+		       "format %d: save the results again", path, RESULTS_FORMAT);
 		goto out;
 	}
 	switch (read_frames(fd, &r, load_frame, &s)) {
@@ -382,6 +478,58 @@ out:
 	wire_reader_free(&r);
 	close(fd);
 	return rc;
+}
+
+/* results_read_context(): the first two frames of a file. */
+struct context_peek {
+	const char *path;
+	uint64_t frames;
+	struct results_context *out;
+	int found;
+};
+
+static int peek_context(void *ctx, const struct wire_frame *f)
+{
+	struct context_peek *p = ctx;
+
+	if (p->frames++ == 0) {
+		if (f->type == WIRE_IDENTITY && f->length >= strlen(RESULTS_MAGIC_LINE) &&
+		    memcmp(f->payload, RESULTS_MAGIC_LINE, strlen(RESULTS_MAGIC_LINE)) == 0)
+			return 0;
+		return check_identity("merge", p->path, f, ""); /* says what it is */
+	}
+	if (f->type == WIRE_CONTEXT) {
+		void *copy = malloc(f->length ? f->length : 1);
+		if (copy == NULL) {
+			warnx_("merge: out of memory reading '%s'", p->path);
+			return -1;
+		}
+		memcpy(copy, f->payload, f->length);
+		*p->out = (struct results_context){ copy, f->length };
+		p->found = 1;
+	}
+	return -1; /* the second frame is all it needs */
+}
+
+int results_read_context(const char *path, struct results_context *context)
+{
+	struct wire_reader r;
+	struct context_peek p = { path, 0, context, 0 };
+	int fd = open_frames("merge", "", path, &r);
+
+	*context = (struct results_context){ NULL, 0 };
+	if (fd < 0)
+		return -1;
+	if (is_format_1(fd))
+		warnx_("merge: '%s' is in results format 1, of an older cowrun; this one reads "
+		       "format %d: save the results again", path, RESULTS_FORMAT);
+	else if (read_frames(fd, &r, peek_context, &p) == READ_STOPPED && p.frames < 2)
+		; /* peek_context() said why */
+	else if (!p.found)
+		warnx_("merge: '%s' holds no merge context: it is damaged, or was not saved by this workload", path);
+	wire_reader_free(&r);
+	close(fd);
+	return p.found ? 0 : -1;
 }
 
 /* ---- the journal ---- */
@@ -621,7 +769,7 @@ int journal_load(const char *path, const char *identity, int rerun_damaged,
 	}
 	if (is_format_1(fd)) {
 		warnx_("--resume: '%s' is in results format 1, of an older cowrun; this one "
-		       "reads format 2: run again without --resume", path);
+		       "reads format %d: run again without --resume", path, RESULTS_FORMAT);
 		goto out;
 	}
 	if (journal_walk(&j, rerun_damaged, &good, &cut) != 0)

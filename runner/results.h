@@ -19,7 +19,7 @@
 #include <limits.h>
 
 /* The saved-results and journal format this cowrun writes and reads. */
-#define RESULTS_FORMAT 2
+#define RESULTS_FORMAT 3
 #include <stddef.h>
 
 /*
@@ -30,16 +30,28 @@
  */
 typedef int results_take_fn(void *ctx, const struct wire_frame *f);
 
+/* The workload's merge context (cowrun.h, merge_context()): what a merge
+ * needs besides the arguments, including a hash of the input.  len 0: none. */
+struct results_context {
+	const void *bytes;
+	size_t len;
+};
+
+/* The merge context of a workload's state (none if it has no
+ * merge_context()). */
+struct results_context results_context_of(const struct cowrun_workload *w, const void *state);
+
 /*
  * The identity text of a run, one "KEY VALUE" line each: the results
- * format ("cowrun results 2"), cowrun's `version`, the workload's name and
- * COWRUN_ABI_VERSION, the task count, and its arguments argv[1..argc-1].
- * No build id: shards built on different hosts from one source merge.  A
- * merge or --resume refuses files whose identity differs.  Returns a
- * malloc'd string (the caller frees it), or NULL (ENOMEM).
+ * format ("cowrun results 3"), cowrun's `version`, the workload's name and
+ * COWRUN_ABI_VERSION, the task count, the hash of its merge context (the
+ * input's identity; no line without one), and its arguments
+ * argv[1..argc-1].  No build id: shards built on different hosts from one
+ * source merge.  A merge or --resume refuses files whose identity differs.
+ * Returns a malloc'd string (the caller frees it), or NULL (ENOMEM).
  */
 char *results_identity(const char *version, const struct cowrun_workload *w, int argc,
-		       char **argv, size_t ntasks);
+		       char **argv, size_t ntasks, struct results_context context);
 
 struct results_writer {
 	int fd;
@@ -49,9 +61,11 @@ struct results_writer {
 	char temp[PATH_MAX], final[PATH_MAX];
 };
 
-/* Create the temporary file and write the identity.  Returns 0 or -1 after
- * a message naming the file. */
-int results_create(struct results_writer *w, const char *path, const char *identity);
+/* Create the temporary file and write the identity, then the merge
+ * context if there is one.  Returns 0 or -1 after a message naming the
+ * file. */
+int results_create(struct results_writer *w, const char *path, const char *identity,
+		   struct results_context context);
 
 /* Append one RESULT or FAILED frame.  Returns 0 or -1 after a message. */
 int results_put(struct results_writer *w, enum wire_type type, size_t task,
@@ -72,6 +86,15 @@ void results_abort(struct results_writer *w);
  * identity, and fails when `take` does.
  */
 int results_load(const char *path, const char *identity, results_take_fn *take, void *ctx);
+
+/*
+ * The merge context saved in results file `path` (its second frame), for
+ * --merge to build the workload's state from (merge_setup()) without a
+ * setup: a malloc'd copy in *context (the caller frees its bytes).  Checks
+ * only what it reads; results_load() checks the whole file later.  Returns
+ * 0, or -1 after a message (no such file, not a results file, no context).
+ */
+int results_read_context(const char *path, struct results_context *context);
 
 /*
  * The results journal that goes with a --joblog (JOBLOG.res): an IDENTITY

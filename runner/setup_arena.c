@@ -7,11 +7,16 @@
 #include "util.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <string.h>
 #include <unistd.h>
 
 static struct arena the_arena;
+
+/* cowrun_alloc() and friends may be called from cowrun_parallel()'s
+ * threads (cowrun.h); the arena itself is single-threaded (arena.h). */
+static pthread_mutex_t alloc_lock = PTHREAD_MUTEX_INITIALIZER;
 
 int setup_arena_init(int use_huge_pages)
 {
@@ -85,20 +90,29 @@ int setup_arena_fault_text(const void *addr, char *buf, size_t size)
 
 void *cowrun_alloc(size_t size)
 {
-	return arena_alloc(&the_arena, size, 0);
+	return cowrun_alloc_aligned(size, 0);
 }
 
 void *cowrun_alloc_aligned(size_t size, size_t align)
 {
-	return arena_alloc(&the_arena, size, align);
+	pthread_mutex_lock(&alloc_lock);
+	void *p = arena_alloc(&the_arena, size, align);
+	pthread_mutex_unlock(&alloc_lock);
+	return p;
 }
 
 char *cowrun_strdup(const char *s)
 {
-	return arena_strdup(&the_arena, s);
+	pthread_mutex_lock(&alloc_lock);
+	char *copy = arena_strdup(&the_arena, s);
+	pthread_mutex_unlock(&alloc_lock);
+	return copy;
 }
 
 void *cowrun_memdup(const void *p, size_t size)
 {
-	return arena_memdup(&the_arena, p, size);
+	pthread_mutex_lock(&alloc_lock);
+	void *copy = arena_memdup(&the_arena, p, size);
+	pthread_mutex_unlock(&alloc_lock);
+	return copy;
 }

@@ -313,7 +313,8 @@ static int timeline_close(struct sidefiles_temp *t, const char *path, int keep)
 static int open_temporary(struct sidefiles *s, struct batch *b, const char *identity)
 {
 	if (s->paths.save) {
-		if (results_create(&s->save, s->paths.save, identity) != 0)
+		if (results_create(&s->save, s->paths.save, identity,
+				   results_context_of(b->workload, b->state)) != 0)
 			return -1;
 		b->save = (struct outcome_sink){ put_saved, &s->save };
 	}

@@ -3,6 +3,7 @@
  * incremental reader for the parent.  See wire.h for the frame layout.
  */
 #include "wire.h"
+#include "cowrun.h"
 #include "util.h"
 
 #include <errno.h>
@@ -212,4 +213,10 @@ void wire_reader_free(struct wire_reader *r)
 	free(r->buf);
 	r->buf = NULL;
 	r->start = r->end = r->cap = 0;
+}
+
+/* The workload API's hash (cowrun.h): the same XXH3 as the frames'. */
+uint64_t cowrun_hash64(const void *data, size_t len, uint64_t seed)
+{
+	return XXH3_64bits_withSeed(data, len, seed);
 }

@@ -40,7 +40,8 @@ enum wire_type {
 	WIRE_IDENTITY = 4,
 	WIRE_END = 5,
 	WIRE_STATS = 6,
-	WIRE_TYPE_MAX = WIRE_STATS,
+	WIRE_CONTEXT = 7,  /* saved results: the workload's merge context */
+	WIRE_TYPE_MAX = WIRE_CONTEXT,
 };
 
 /* When and where a task ran (CLOCK_MONOTONIC, which every process on the

@@ -52,7 +52,18 @@ plugin() {
 	plugin WRONG_ABI
 	run --separate-stderr cowrun --workload "$BATS_TEST_TMPDIR/WRONG_ABI.so"
 	[ "$status" -eq 255 ]
-	assert_one_line_error "cowrun: --workload: '$BATS_TEST_TMPDIR/WRONG_ABI.so' was built for workload ABI 42, this cowrun has ABI 1: rebuild it against this cowrun.h"
+	assert_one_line_error "cowrun: --workload: '$BATS_TEST_TMPDIR/WRONG_ABI.so' was built for workload ABI 42, this cowrun has ABI 2 (and reads 1): rebuild it against this cowrun.h"
+}
+
+@test "a plugin built for ABI 1 still runs, saves and merges; nothing past its struct is read" {
+	plugin ABI1
+	run --separate-stderr cowrun -o "$BATS_TEST_TMPDIR/out" --workload "$BATS_TEST_TMPDIR/ABI1.so"
+	[ "$status" -eq 0 ]
+	[ "$output" = "done" ]
+	cowrun --save-results "$BATS_TEST_TMPDIR/old.res" --workload "$BATS_TEST_TMPDIR/ABI1.so"
+	run --separate-stderr cowrun --merge "$BATS_TEST_TMPDIR/old.res" --workload "$BATS_TEST_TMPDIR/ABI1.so"
+	[ "$status" -eq 0 ]
+	[ "$output" = "done" ]
 }
 
 @test "a plugin without the cowrun_workload symbol is refused" {

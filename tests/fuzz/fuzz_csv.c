@@ -1,6 +1,6 @@
 /*
  * fuzz_csv.c - libFuzzer harness for the sales CSV reader
- * (workloads/sales.c): cowrun_workload_sales.setup() with --input naming a
+ * (workloads/sales/csv.c): cowrun_workload_sales.setup() with --input naming a
  * file that holds the fuzz input, then ntasks(), every task_name() and
  * teardown(), as the runner calls them before any task runs.
  *

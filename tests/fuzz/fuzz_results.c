@@ -132,7 +132,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	(void)argc;
 	(void)argv;
 	task_set_current_workload("selftest");
-	identity = results_identity("0.2.0", &fake, 3, args, NTASKS);
+	identity = results_identity("0.3.0", &fake, 3, args, NTASKS, (struct results_context){ NULL, 0 });
 	if (identity == NULL)
 		abort();
 	return 0;

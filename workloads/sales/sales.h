@@ -1,0 +1,161 @@
+/*
+ * sales.h - the sales workload's shared declarations: its data structures
+ * and the helpers its files share.  See sales.c for the workload.
+ */
+#ifndef COWRUN_SALES_H
+#define COWRUN_SALES_H
+
+#define _GNU_SOURCE
+#include "cowrun.h"
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define CSV_HEADER      "date,store,product,quantity,unit_price"
+#define CSV_FIELDS      5
+#define MAX_ID          999999999LL     /* store and product ids */
+#define MAX_QUANTITY    1000000LL
+#define MAX_PRICE       100000000LL     /* cents: $1,000,000.00 a unit */
+#define MAX_NAME        64              /* bytes in a product name */
+#define MAX_SPAN_DAYS   36525           /* a CSV may cover 100 years */
+#define TOP_PRODUCTS    10
+#define TOP_STORES      5
+#define MAX_PROMOS      8
+#define NO_NAME         UINT32_MAX
+#define NO_CATEGORY     UINT32_MAX
+#define NUMBUF          48              /* fits any formatted number */
+#define NCATEGORIES     10
+
+/* ---- options ------------------------------------------------------------ */
+
+struct sales_config {
+	const char *input;      /* CSV path, or NULL to generate */
+	const char *start_date; /* first day of generated data */
+	long long rows, stores, products, days, seed;
+};
+
+/* ---- the shared state ----------------------------------------------------- */
+
+/* One sale (a CSV row).  16 bytes, so a store's slice streams well. */
+struct txn {
+	uint32_t day;     /* calendar index (before indexing: a day number) */
+	uint32_t product; /* catalogue index */
+	uint32_t qty;
+	uint32_t price;   /* unit price, cents */
+};
+
+struct product {
+	uint32_t id;         /* numeric id; 0 for a product known by name */
+	uint32_t name;       /* offset into the name pool, or NO_NAME */
+	uint32_t category;   /* index into categories[], or NO_CATEGORY */
+	uint32_t list_price; /* cents; for a CSV, the highest price seen */
+};
+
+struct day {
+	char date[11];   /* YYYY-MM-DD */
+	uint8_t weekday; /* 0 = Monday */
+	uint32_t month;  /* index into the month labels */
+};
+
+/* One store's totals: the result record a worker sends to the parent.
+ * Only 8-byte fields, so the layout has no padding on any ABI; native byte
+ * order (saved records are read back on a machine of the same kind). */
+struct sales_result {
+	int64_t store_id;
+	int64_t revenue;        /* cents */
+	int64_t units;
+	int64_t transactions;
+	int64_t discount;       /* cents below list price */
+	int64_t trading_days;   /* days with at least one sale */
+	int64_t best_day;       /* calendar index, -1 if no sales */
+	int64_t best_day_revenue;
+};
+_Static_assert(sizeof(struct sales_result) == 64, "result record layout");
+
+/* What merge() collects.  Allocated on its own in setup and written only
+ * by the parent, so the workers never touch (and never copy) its pages. */
+struct sales_acc {
+	struct sales_result *result; /* per task, valid where merged[k] */
+	unsigned char *merged;
+	size_t nmerged;
+};
+
+struct sales {
+	struct sales_config cfg;
+	struct txn *txn;        /* grouped by store, in the setup arena */
+	size_t ntxn, txn_bytes;
+	size_t *store_off;      /* store k's sales: txn[off[k] .. off[k+1]) */
+	uint32_t *store_id;     /* ascending */
+	size_t nstores;
+	struct product *product; /* numeric ids ascending, then names */
+	size_t nproducts;
+	char *names;            /* NUL-separated product names */
+	struct day *day;
+	size_t ndays;
+	char (*month)[8];       /* "YYYY-MM" per month index */
+	size_t nmonths;
+	int has_categories;
+	struct sales_acc *acc;
+};
+
+
+/* A category of the generated catalogue, with its price range. */
+struct category {
+	const char *name;
+	uint32_t min_price, max_price; /* cents */
+	const char *noun[6];
+};
+extern const struct category categories[NCATEGORIES];
+extern const char *const weekday_name[7];
+
+/* ---- raw data: what the CSV reader or the generator hands to indexing --- */
+
+struct raw {
+	struct txn *txn;        /* day = day number */
+	uint32_t *store;        /* per row: index into store_id[] */
+	size_t n, txn_cap, store_cap;
+	uint32_t *store_id;     /* distinct ids, first-appearance order */
+	size_t nstores, id_cap;
+	struct product *product;
+	size_t nproducts, product_cap;
+	char *names;
+	size_t names_len, names_cap;
+	uint32_t first_day, last_day; /* day numbers the calendar covers */
+};
+
+void raw_free(struct raw *raw);
+int raw_reserve(struct raw *raw, size_t rows);
+int64_t raw_add_store(struct raw *raw, uint32_t id);
+int64_t raw_add_product(struct raw *raw, uint32_t id, const char *name, size_t len);
+
+/* ---- helpers (util.c) ---- */
+int64_t day_zero(void);
+uint32_t day_number(int y, unsigned m, unsigned d);
+void civil_from_days(int64_t z, int *y, unsigned *m, unsigned *d);
+int parse_date(const char *s, uint32_t *out);
+void put_digits(char *out, unsigned n, int width);
+int parse_int(const char *s, long long min, long long max, long long *out);
+int parse_price(const char *s, uint32_t *cents);
+void *grow_array(void *p, size_t *cap, size_t need, size_t size);
+const char *fmt_count(char *buf, int64_t v);
+const char *fmt_money(char *buf, int64_t cents);
+const char *fmt_share(char *buf, int64_t part, int64_t whole);
+const char *fmt_avg_money(char *buf, int64_t num, int64_t den);
+const char *fmt_ratio(char *buf, int64_t num, int64_t den);
+const char *plural(int64_t n);
+const char *product_label(const struct sales *s, uint32_t idx, char *buf, size_t size);
+uint64_t mix64(uint64_t x);
+
+/* Read the CSV at path into raw (csv.c).  Returns 0, or -1 after a message. */
+int csv_read(const char *path, struct raw *raw);
+/* Generate the data set cfg describes into raw (generate.c). */
+int generate(const struct sales_config *cfg, struct raw *raw);
+/* Build every index from raw; the name pool moves over to s (index.c). */
+int build_index(struct sales *s, struct raw *raw);
+/* Worker: store k's report and totals (report.c). */
+int sales_run(const void *state, size_t k, struct cowrun_task *task);
+/* Frees everything setup built (sales.c). */
+void sales_teardown(void *state);
+
+#endif
