@@ -184,7 +184,7 @@ static int index_txns(struct sales *s, const struct raw *raw,
 }
 
 /* The calendar from first to last: date strings, weekdays, months. */
-static int index_calendar(struct sales *s, uint32_t first, uint32_t last)
+int index_calendar(struct sales *s, uint32_t first, uint32_t last)
 {
 	int y, y0;
 	unsigned m, m0, d;

@@ -97,6 +97,7 @@ struct sales {
 	size_t nmonths;
 	int has_categories;
 	struct sales_acc *acc;
+	uint64_t input_hash;    /* --input: hash of the file's bytes (merge context) */
 };
 
 
@@ -146,6 +147,19 @@ const char *fmt_ratio(char *buf, int64_t num, int64_t den);
 const char *plural(int64_t n);
 const char *product_label(const struct sales *s, uint32_t idx, char *buf, size_t size);
 uint64_t mix64(uint64_t x);
+
+/* ---- the two loaders: each builds s->txn (grouped by store, in the setup
+ * arena), store_off, store_id (ascending), nstores, product, nproducts,
+ * names, has_categories and the calendar (index_calendar()), straight into
+ * their final place, on the setup threads (cowrun_parallel()); output is
+ * the same at every thread count.  Return 0, or -1 after one message. ---- */
+
+/* --input (csv.c): also sets s->input_hash. */
+int csv_load(const char *path, struct sales *s);
+/* Generated data (generate.c). */
+int generate_load(const struct sales_config *cfg, struct sales *s);
+/* The calendar from day number first to last (index.c). */
+int index_calendar(struct sales *s, uint32_t first, uint32_t last);
 
 /* Read the CSV at path into raw (csv.c).  Returns 0, or -1 after a message. */
 int csv_read(const char *path, struct raw *raw);
