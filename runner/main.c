@@ -395,7 +395,7 @@ static size_t choose_workers(const struct cli *cli, size_t ntasks)
 static unsigned choose_setup_threads(const struct cli *cli)
 {
 	int cpus = cpu_count();
-	size_t threads = jobs_resolve(&cli->jobs, cpus, SIZE_MAX);
+	size_t threads = jobs_resolve(&cli->jobs, cpus, (size_t)1 << 30); /* no task count yet */
 
 	if (cli->mode == MODE_SERIAL)
 		return 1;

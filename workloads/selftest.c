@@ -30,7 +30,7 @@
 struct selftest_config {
 	long long tasks, work_us, sleep_ms, result_bytes, report_bytes, setup_mb, dirty_mb;
 	const char *crash, *fail, *exit_task, *call_exit, *print, *write_shared, *slow, *ignore_sigterm,
-		*mark_start;
+		*mark_start, *input;
 	int read_setup;
 };
 
@@ -71,6 +71,8 @@ static const struct cowrun_option selftest_options[] = {
 	  "K[:MS]", "task K sleeps MS milliseconds (default 60000) instead of --sleep-ms; K may be a list" },
 	{ "ignore-sigterm", COWRUN_OPT_STRING, offsetof(struct selftest_config, ignore_sigterm), 0, 0,
 	  "K", "task K ignores SIGTERM while it runs (only SIGKILL stops it); K may be a list" },
+	{ "input", COWRUN_OPT_STRING, offsetof(struct selftest_config, input), 0, 0,
+	  "FILE", "setup hashes FILE (the input a merge checks: saved results of another content never merge)" },
 	{ "mark-start", COWRUN_OPT_STRING, offsetof(struct selftest_config, mark_start), 0, 0,
 	  "DIR", "each task first creates the empty file DIR/task-NNNNNN.PID (PID: its process)" },
 	{ 0 },
@@ -94,6 +96,10 @@ struct selftest_state {
 	size_t setup_bytes;
 	uint64_t checksum;     /* parent only */
 	unsigned long long merged, merged_bytes;
+	struct selftest_context {
+		char magic[8];       /* "selftst1" */
+		uint64_t input_hash; /* of --input's bytes; 0 without */
+	} context;             /* merge_context(): all a merge needs besides argv */
 };
 
 /* splitmix64: a record's bytes are a pure function of (task, position). */
@@ -291,6 +297,18 @@ static int parse_fates(struct selftest_state *s)
 }
 
 /* Allocate and touch --setup-mb, so the memory is really there to share. */
+/* One MiB of the setup memory: cowrun_parallel()'s block. */
+static int touch_block(void *ctx, size_t block, unsigned thread)
+{
+	struct selftest_state *s = ctx;
+
+	(void)thread;
+	for (size_t i = block << 20; i < (block + 1) << 20; i++)
+		s->setup[i] = (unsigned char)(i * 31 + 7);
+	return 0;
+}
+
+/* --setup-mb, filled on the setup threads (the same bytes at any count). */
 static int touch_setup(struct selftest_state *s)
 {
 	s->setup_bytes = (size_t)s->cfg.setup_mb << 20;
@@ -301,8 +319,30 @@ static int touch_setup(struct selftest_state *s)
 		cowrun_error("cannot allocate --setup-mb %lld", s->cfg.setup_mb);
 		return -1;
 	}
-	for (size_t i = 0; i < s->setup_bytes; i++)
-		s->setup[i] = (unsigned char)(i * 31 + 7);
+	return cowrun_parallel((size_t)s->cfg.setup_mb, touch_block, s);
+}
+
+/* --input: the hash of the file's bytes, into the merge context. */
+static int hash_input(struct selftest_state *s)
+{
+	FILE *f = fopen(s->cfg.input, "rb");
+	char buf[65536];
+	size_t n;
+	uint64_t h = 0;
+
+	if (f == NULL) {
+		cowrun_error("cannot read '%s': %s", s->cfg.input, strerror(errno));
+		return -1;
+	}
+	while ((n = fread(buf, 1, sizeof buf, f)) > 0)
+		h = cowrun_hash64(buf, n, h);
+	int failed = ferror(f);
+	fclose(f);
+	if (failed) {
+		cowrun_error("cannot read '%s'", s->cfg.input);
+		return -1;
+	}
+	s->context.input_hash = h;
 	return 0;
 }
 
@@ -315,7 +355,8 @@ static void selftest_teardown(void *state)
 	}
 }
 
-static void *selftest_setup(int argc, char **argv)
+/* The state with its options parsed: what setup and merge_setup share. */
+static struct selftest_state *new_state(int argc, char **argv)
 {
 	struct selftest_state *s = calloc(1, sizeof *s);
 
@@ -324,7 +365,21 @@ static void *selftest_setup(int argc, char **argv)
 		return NULL;
 	}
 	s->cfg = selftest_defaults;
-	if (cowrun_parse_options(argc, argv, selftest_options, &s->cfg) != 0)
+	memcpy(s->context.magic, "selftst1", sizeof s->context.magic);
+	if (cowrun_parse_options(argc, argv, selftest_options, &s->cfg) != 0) {
+		free(s);
+		return NULL;
+	}
+	return s;
+}
+
+static void *selftest_setup(int argc, char **argv)
+{
+	struct selftest_state *s = new_state(argc, argv);
+
+	if (s == NULL)
+		return NULL;
+	if (s->cfg.input && hash_input(s) != 0)
 		goto fail;
 	s->fate = cowrun_alloc((size_t)s->cfg.tasks + 1);
 	if (s->fate == NULL) {
@@ -529,6 +584,31 @@ static int selftest_finish(void *state, FILE *out)
 	return 0;
 }
 
+static const void *selftest_merge_context(const void *state, size_t *len)
+{
+	const struct selftest_state *s = state;
+
+	*len = sizeof s->context;
+	return &s->context;
+}
+
+/* --merge: the options and the saved context; no setup memory touched, no
+ * input read. */
+static void *selftest_merge_setup(int argc, char **argv, const void *context, size_t len)
+{
+	struct selftest_state *s = new_state(argc, argv);
+
+	if (s == NULL)
+		return NULL;
+	if (len != sizeof s->context || memcmp(context, "selftst1", 8) != 0) {
+		cowrun_error("malformed merge context (%zu bytes)", len);
+		free(s);
+		return NULL;
+	}
+	memcpy(&s->context, context, len);
+	return s;
+}
+
 const struct cowrun_workload cowrun_workload_selftest = {
 	.abi_version = COWRUN_ABI_VERSION,
 	.name = "selftest",
@@ -548,4 +628,6 @@ const struct cowrun_workload cowrun_workload_selftest = {
 	.merge = selftest_merge,
 	.finish = selftest_finish,
 	.teardown = selftest_teardown,
+	.merge_context = selftest_merge_context,
+	.merge_setup = selftest_merge_setup,
 };

@@ -1,0 +1,107 @@
+#!/usr/bin/env bats
+# The serial part (issue 10), runner side: the setup's threads
+# (cowrun_parallel) are the runner's choice and gone before the fork, and
+# --merge builds a workload's state from the saved merge context instead of
+# running its setup, refusing results of another input.
+
+load helpers
+
+@test "setup threads: -j capped at the CPUs, one in serial mode; one thread in the parent at fork" {
+	cpus=$(nproc)
+	run --separate-stderr cowrun -v -j 2 -o "$BATS_TEST_TMPDIR/o" selftest --tasks 4 --setup-mb 64
+	[ "$status" -eq 0 ]
+	want=$((cpus < 2 ? cpus : 2))
+	[[ "$stderr" == *"4 tasks, $want setup thread"* ]]
+	[[ "$stderr" == *", threads at fork 1"* ]]
+	run --separate-stderr cowrun -v -j 64 -o "$BATS_TEST_TMPDIR/o" selftest --tasks 4 --setup-mb 8
+	[ "$status" -eq 0 ]
+	[[ "$stderr" == *"4 tasks, $cpus setup thread"* ]]
+	run --separate-stderr cowrun -v -j 0 -o "$BATS_TEST_TMPDIR/o" selftest --tasks 4 --setup-mb 8
+	[ "$status" -eq 0 ]
+	[[ "$stderr" == *"4 tasks, $cpus setup thread"* ]]
+	run --separate-stderr cowrun -v -j 2 --mode serial -o "$BATS_TEST_TMPDIR/o" selftest --tasks 4 --setup-mb 8
+	[ "$status" -eq 0 ]
+	[[ "$stderr" == *"4 tasks, 1 setup thread,"* || "$stderr" == *"4 tasks, 1 setup thread"$'\n'* ]]
+	run --separate-stderr cowrun -v -j 1 -o "$BATS_TEST_TMPDIR/o" selftest --tasks 4 --setup-mb 8
+	[[ "$stderr" == *"4 tasks, 1 setup thread"* ]]
+}
+
+@test "setup on several threads gives the same output as on one" {
+	for j in 1 2 3; do
+		cowrun -j "$j" -o "$BATS_TEST_TMPDIR/o$j" selftest --tasks 20 --setup-mb 16 --read-setup \
+			--report-bytes 100 > "$BATS_TEST_TMPDIR/out$j"
+	done
+	cmp "$BATS_TEST_TMPDIR/out1" "$BATS_TEST_TMPDIR/out2"
+	cmp "$BATS_TEST_TMPDIR/out1" "$BATS_TEST_TMPDIR/out3"
+	diff -r "$BATS_TEST_TMPDIR/o1" "$BATS_TEST_TMPDIR/o3"
+}
+
+# save_shards DIR ARGS...: the two shards of a selftest run saved in DIR.
+save_shards() {
+	local dir=$1; shift
+	mkdir -p "$dir"
+	cowrun --shard 0/2 --save-results "$dir/0.res" selftest "$@"
+	cowrun --shard 1/2 --save-results "$dir/1.res" selftest "$@"
+}
+
+@test "--merge builds the state from the saved context: no setup memory, the same summary" {
+	echo "day one" > "$BATS_TEST_TMPDIR/in"
+	args=(--tasks 10 --input "$BATS_TEST_TMPDIR/in" --setup-mb 256)
+	save_shards "$BATS_TEST_TMPDIR/r" "${args[@]}"
+	direct=$(cowrun -o "$BATS_TEST_TMPDIR/o" selftest "${args[@]}")
+	# The direct run touches its 256 MiB setup; the merge must not.
+	run --separate-stderr /usr/bin/time -f "peak %M" "$REAPER" "$COWRUN" --merge "$BATS_TEST_TMPDIR/r" selftest "${args[@]}"
+	[ "$status" -eq 0 ]
+	[ "$output" = "$direct" ]
+	peak=$(sed -n 's/^peak //p' <<<"$stderr")
+	[ "$peak" -lt 65536 ]
+	run --separate-stderr /usr/bin/time -f "peak %M" "$REAPER" "$COWRUN" -o "$BATS_TEST_TMPDIR/o" selftest "${args[@]}"
+	[ "$(sed -n 's/^peak //p' <<<"$stderr")" -gt 262144 ]
+}
+
+@test "--merge refuses shards of another input, naming the input's hash" {
+	echo "day one" > "$BATS_TEST_TMPDIR/in"
+	save_shards "$BATS_TEST_TMPDIR/r" --tasks 10 --input "$BATS_TEST_TMPDIR/in"
+	echo "day two" > "$BATS_TEST_TMPDIR/in"
+	cowrun --shard 1/2 --save-results "$BATS_TEST_TMPDIR/r/1.res" selftest --tasks 10 --input "$BATS_TEST_TMPDIR/in"
+	run --separate-stderr cowrun --merge "$BATS_TEST_TMPDIR/r" selftest --tasks 10 --input "$BATS_TEST_TMPDIR/in"
+	[ "$status" -eq 255 ]
+	[ -z "$output" ]
+	assert_one_line_error "cowrun: merge: '$BATS_TEST_TMPDIR/r/1.res' was saved by 'selftest --tasks 10 --input $BATS_TEST_TMPDIR/in (10 tasks, input [0-9a-f]*)', not by this run's 'selftest --tasks 10 --input $BATS_TEST_TMPDIR/in (10 tasks, input [0-9a-f]*)'"
+}
+
+@test "--resume refuses a journal of another input" {
+	echo "day one" > "$BATS_TEST_TMPDIR/in"
+	args=(--tasks 6 --input "$BATS_TEST_TMPDIR/in" --fail 3)
+	run cowrun -j 2 --joblog "$BATS_TEST_TMPDIR/log" -o "$BATS_TEST_TMPDIR/o" selftest "${args[@]}"
+	[ "$status" -eq 1 ]
+	echo "day two" > "$BATS_TEST_TMPDIR/in"
+	cp "$BATS_TEST_TMPDIR/log" "$BATS_TEST_TMPDIR/log.before"
+	run --separate-stderr cowrun -j 2 --joblog "$BATS_TEST_TMPDIR/log" --resume -o "$BATS_TEST_TMPDIR/o" selftest "${args[@]}"
+	[ "$status" -eq 255 ]
+	[[ "$stderr" == *"input "* ]]
+	cmp "$BATS_TEST_TMPDIR/log" "$BATS_TEST_TMPDIR/log.before"
+}
+
+@test "--merge: a file with a damaged or missing context is refused, one line naming it" {
+	save_shards "$BATS_TEST_TMPDIR/r" --tasks 4
+	# The context frame is the second frame; damage a byte of its payload.
+	size=$(stat -c %s "$BATS_TEST_TMPDIR/r/0.res")
+	python3 - "$BATS_TEST_TMPDIR/r/0.res" <<'PY'
+import sys
+p = sys.argv[1]
+b = bytearray(open(p, 'rb').read())
+i = b.index(b'selftst1')
+b[i] ^= 0x20
+open(p, 'wb').write(bytes(b))
+PY
+	[ "$(stat -c %s "$BATS_TEST_TMPDIR/r/0.res")" -eq "$size" ]
+	run --separate-stderr cowrun --merge "$BATS_TEST_TMPDIR/r" selftest --tasks 4
+	[ "$status" -eq 255 ]
+	assert_one_line_error "cowrun: merge: '$BATS_TEST_TMPDIR/r/0.res' holds no merge context: it is damaged, or was not saved by this workload"
+	# A file of a workload without a context (legacy has none).
+	cowrun --save-results "$BATS_TEST_TMPDIR/legacy.res" -o "$BATS_TEST_TMPDIR/o" legacy --branches 2
+	run --separate-stderr cowrun --merge "$BATS_TEST_TMPDIR/legacy.res" selftest --tasks 4
+	[ "$status" -eq 255 ]
+	assert_one_line_error "cowrun: merge: '$BATS_TEST_TMPDIR/legacy.res' holds no merge context*"
+}
