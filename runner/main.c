@@ -704,10 +704,15 @@ int main(int argc, char **argv)
 	b.outdir = cli.outdir;
 	b.verbose = cli.verbose;
 	setup_threads_set(choose_setup_threads(&cli));
-	if (cli.nmerge > 0 && cli.workload->merge_setup != NULL)
-		b.state = merge_setup_state(cli.workload, cli.merge_paths, cli.nmerge, cli.wargc,
-					    cli.wargv);
-	else
+	/* --merge needs no setup when the workload can rebuild what merge
+	 * and finish need from the saved context. */
+	int from_context = cli.nmerge > 0 && cli.workload->merge_setup != NULL
+		? merge_setup_state(cli.workload, cli.merge_paths, cli.nmerge, cli.wargc, cli.wargv,
+				    &b.state)
+		: 0;
+	if (from_context < 0)
+		goto out;
+	if (from_context == 0)
 		b.state = cli.workload->setup(cli.wargc, cli.wargv);
 	if (b.state == NULL)
 		goto out;

@@ -136,7 +136,7 @@ static int is_directory(const char *path)
 }
 
 /* The file whose context the merge starts from: `path`, or the first
- * *.res file in directory `path`.  Returns 0 or -1 after a message. */
+ * *.res file in directory `path`.  Returns 0, or -1 if there is none. */
 static int first_results_file(const char *path, char *buf, size_t size)
 {
 	struct dirent **names;
@@ -146,28 +146,29 @@ static int first_results_file(const char *path, char *buf, size_t size)
 		snprintf(buf, size, "%s", path);
 		return 0;
 	}
-	if ((n = list_directory(path, &names)) < 0)
-		return -1;
-	snprintf(buf, size, "%s/%s", path, names[0]->d_name);
+	n = scandir(path, &names, select_results_files, compare_names);
+	if (n > 0)
+		snprintf(buf, size, "%s/%s", path, names[0]->d_name);
 	for (int i = 0; i < n; i++)
 		free(names[i]);
-	free(names);
-	return 0;
+	if (n >= 0)
+		free(names);
+	return n > 0 ? 0 : -1;
 }
 
-void *merge_setup_state(const struct cowrun_workload *w, const char *const *paths,
-			size_t npaths, int argc, char **argv)
+int merge_setup_state(const struct cowrun_workload *w, const char *const *paths, size_t npaths,
+		      int argc, char **argv, void **state)
 {
 	char first[PATH_MAX];
 	struct results_context context;
-	void *state;
 
+	*state = NULL;
 	if (npaths == 0 || first_results_file(paths[0], first, sizeof first) != 0 ||
 	    results_read_context(first, &context) != 0)
-		return NULL;
-	state = w->merge_setup(argc, argv, context.bytes, context.len);
+		return 0;
+	*state = w->merge_setup(argc, argv, context.bytes, context.len);
 	free((void *)context.bytes);
-	return state;
+	return *state ? 1 : -1;
 }
 
 int merge_load(struct batch *b, const char *const *paths, size_t npaths, const char *identity)

@@ -28,9 +28,12 @@ int merge_load_file(struct batch *b, const char *path, const char *identity);
  * merge context saved in the first file (the first *.res of a directory)
  * instead of a setup.  merge_load() then checks every file against the
  * identity of that state, so files of another input are refused.  Returns
- * the state, or NULL after a message.
+ * 1 with *state set; 0 if the first file holds no context to build from
+ * (the caller runs the setup instead, and merge_load() says what is wrong
+ * with the file); -1 if merge_setup() refused the context (after its
+ * message).
  */
-void *merge_setup_state(const struct cowrun_workload *w, const char *const *paths,
-			size_t npaths, int argc, char **argv);
+int merge_setup_state(const struct cowrun_workload *w, const char *const *paths, size_t npaths,
+		      int argc, char **argv, void **state);
 
 #endif

@@ -28,7 +28,7 @@ struct results_context results_context_of(const struct cowrun_workload *w, const
 {
 	struct results_context c = { NULL, 0 };
 
-	if (w->merge_context != NULL)
+	if (w != NULL && w->merge_context != NULL)
 		c.bytes = w->merge_context(state, &c.len);
 	if (c.bytes == NULL)
 		c.len = 0;
@@ -155,7 +155,8 @@ static void identity_field(const char *identity, size_t length, const char *key,
 }
 
 /* ", cowrun 0.2.0, ABI 1" when the two identities differ there, ", input
- * HASH" when their merge contexts (their inputs) do, else "". */
+ * HASH" when both have a merge context (an input) and those differ, else
+ * "". */
 static void describe_build(const char *a, size_t alen, const char *b, size_t blen, char *buf,
 			   size_t size)
 {
@@ -170,9 +171,9 @@ static void describe_build(const char *a, size_t alen, const char *b, size_t ble
 	buf[0] = '\0';
 	if (strcmp(va, vb) != 0 || strcmp(aa, ab) != 0)
 		snprintf(buf, size, ", cowrun %s, ABI %s", va, aa);
-	if (strcmp(ca, cb) != 0) {
+	if (strcmp(ca, cb) != 0 && strcmp(ca, "?") != 0 && strcmp(cb, "?") != 0) {
 		size_t used = strlen(buf);
-		snprintf(buf + used, size - used, ", input %s", strcmp(ca, "?") ? ca : "unknown");
+		snprintf(buf + used, size - used, ", input %s", ca);
 	}
 }
 
@@ -437,6 +438,8 @@ static const char *describe_bad_frame(const struct wire_fault *fault, uint64_t f
 {
 	if (frames_before == 0)
 		return "its identity frame";
+	if (fault->type == WIRE_CONTEXT)
+		return "its merge context";
 	if (fault->type == WIRE_END)
 		return "its end marker";
 	snprintf(buf, size, "frame of task %llu", (unsigned long long)fault->task);
@@ -482,31 +485,23 @@ out:
 
 /* results_read_context(): the first two frames of a file. */
 struct context_peek {
-	const char *path;
 	uint64_t frames;
 	struct results_context *out;
-	int found;
 };
 
 static int peek_context(void *ctx, const struct wire_frame *f)
 {
 	struct context_peek *p = ctx;
 
-	if (p->frames++ == 0) {
-		if (f->type == WIRE_IDENTITY && f->length >= strlen(RESULTS_MAGIC_LINE) &&
-		    memcmp(f->payload, RESULTS_MAGIC_LINE, strlen(RESULTS_MAGIC_LINE)) == 0)
-			return 0;
-		return check_identity("merge", p->path, f, ""); /* says what it is */
-	}
+	if (p->frames++ == 0)
+		return f->type == WIRE_IDENTITY && f->length >= strlen(RESULTS_MAGIC_LINE) &&
+		       memcmp(f->payload, RESULTS_MAGIC_LINE, strlen(RESULTS_MAGIC_LINE)) == 0 ? 0 : -1;
 	if (f->type == WIRE_CONTEXT) {
 		void *copy = malloc(f->length ? f->length : 1);
-		if (copy == NULL) {
-			warnx_("merge: out of memory reading '%s'", p->path);
-			return -1;
+		if (copy != NULL) {
+			memcpy(copy, f->payload, f->length);
+			*p->out = (struct results_context){ copy, f->length };
 		}
-		memcpy(copy, f->payload, f->length);
-		*p->out = (struct results_context){ copy, f->length };
-		p->found = 1;
 	}
 	return -1; /* the second frame is all it needs */
 }
@@ -514,22 +509,20 @@ static int peek_context(void *ctx, const struct wire_frame *f)
 int results_read_context(const char *path, struct results_context *context)
 {
 	struct wire_reader r;
-	struct context_peek p = { path, 0, context, 0 };
-	int fd = open_frames("merge", "", path, &r);
+	struct context_peek p = { 0, context };
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
 
 	*context = (struct results_context){ NULL, 0 };
 	if (fd < 0)
 		return -1;
-	if (is_format_1(fd))
-		warnx_("merge: '%s' is in results format 1, of an older cowrun; this one reads "
-		       "format %d: save the results again", path, RESULTS_FORMAT);
-	else if (read_frames(fd, &r, peek_context, &p) == READ_STOPPED && p.frames < 2)
-		; /* peek_context() said why */
-	else if (!p.found)
-		warnx_("merge: '%s' holds no merge context: it is damaged, or was not saved by this workload", path);
-	wire_reader_free(&r);
+	if (wire_reader_init(&r, 1 << 16) == 0) {
+		limit_to_file_size(&r, fd);
+		if (!is_format_1(fd))
+			read_frames(fd, &r, peek_context, &p);
+		wire_reader_free(&r);
+	}
 	close(fd);
-	return p.found ? 0 : -1;
+	return context->bytes ? 0 : -1;
 }
 
 /* ---- the journal ---- */

@@ -92,7 +92,9 @@ int results_load(const char *path, const char *identity, results_take_fn *take, 
  * --merge to build the workload's state from (merge_setup()) without a
  * setup: a malloc'd copy in *context (the caller frees its bytes).  Checks
  * only what it reads; results_load() checks the whole file later.  Returns
- * 0, or -1 after a message (no such file, not a results file, no context).
+ * 0, or -1 without a message when there is none to read (no such file, not
+ * a results file of this format, no context, damaged): the merge then runs
+ * the setup, and results_load() says what is wrong with the file.
  */
 int results_read_context(const char *path, struct results_context *context);
 

@@ -63,9 +63,12 @@ frame_header() {
 make_identity() {
 	cowrun -o "$BATS_TEST_TMPDIR/out" --save-results "$BATS_TEST_TMPDIR/good.res" \
 		selftest --tasks 3 >/dev/null
-	local idlen
+	# The identity frame and the merge context frame after it (selftest
+	# has one): the head every file of this run starts with.
+	local idlen ctxlen
 	idlen=$(od -An -t u8 -j 16 -N 8 "$BATS_TEST_TMPDIR/good.res" | tr -d ' ')
-	head -c $((32 + idlen)) "$BATS_TEST_TMPDIR/good.res" >"$BATS_TEST_TMPDIR/id.frame"
+	ctxlen=$(od -An -t u8 -j $((32 + idlen + 16)) -N 8 "$BATS_TEST_TMPDIR/good.res" | tr -d ' ')
+	head -c $((32 + idlen + 32 + ctxlen)) "$BATS_TEST_TMPDIR/good.res" >"$BATS_TEST_TMPDIR/id.frame"
 }
 
 # csv NAME LINE...: NAME.csv in $W holding the header and the given lines.
@@ -310,6 +313,9 @@ csv() {
 	{ cat "$id"; frame 1 1 12345678; frame 5 7 ''; } >count.res
 	refused 255 "cowrun: merge: 'count.res' ends after 1 tasks but says 7" \
 		--merge count.res selftest --tasks 3
+	{ cat "$id"; frame 7 0 'selftst1'; frame 5 0 ''; } >twoctx.res
+	refused 255 "cowrun: merge: 'twoctx.res' holds a malformed merge context frame" \
+		--merge twoctx.res selftest --tasks 3
 	{ cat "$id" "$id"; frame 5 0 ''; } >twoid.res
 	refused 255 "cowrun: merge: 'twoid.res' has a second identity frame" \
 		--merge twoid.res selftest --tasks 3
@@ -350,8 +356,12 @@ csv() {
 	refused 255 "cowrun: merge: 'avg.res' was saved by 'average --size 100 --chunks 3 (3 tasks)', not by this run's 'selftest --tasks 3 (3 tasks)'" \
 		--merge avg.res selftest --tasks 3
 	# A results file of a later format version is not read as this one.
-	{ frame 4 3 "$(printf 'cowrun results 3\nworkload selftest\ntasks 3')"; frame 5 0 ''; } >v3.res
-	refused 255 "cowrun: merge: 'v3.res' is not a cowrun results file" --merge v3.res selftest --tasks 3
+	{ frame 4 3 "$(printf 'cowrun results 4\nworkload selftest\ntasks 3')"; frame 5 0 ''; } >v4.res
+	refused 255 "cowrun: merge: 'v4.res' is not a cowrun results file" --merge v4.res selftest --tasks 3
+	# One of the older format 2 is named as such.
+	{ frame 4 0 "$(printf 'cowrun results 2\nworkload selftest\ntasks 3')"; frame 5 0 ''; } >v2.res
+	refused 255 "cowrun: merge: 'v2.res' is in results format 2, of an older cowrun; this one reads format 3: save the results again" \
+		--merge v2.res selftest --tasks 3
 	# Some other binary file.
 	head -c 4096 "$COWRUN" >elf.res
 	refused 255 "cowrun: merge: 'elf.res' is corrupt or not a cowrun results file" \

@@ -83,7 +83,7 @@ save_shards() {
 	cmp "$BATS_TEST_TMPDIR/log" "$BATS_TEST_TMPDIR/log.before"
 }
 
-@test "--merge: a file with a damaged or missing context is refused, one line naming it" {
+@test "--merge: a file with a damaged context, or of a workload without one, is refused: one line naming it" {
 	save_shards "$BATS_TEST_TMPDIR/r" --tasks 4
 	# The context frame is the second frame; damage a byte of its payload.
 	size=$(stat -c %s "$BATS_TEST_TMPDIR/r/0.res")
@@ -98,10 +98,10 @@ PY
 	[ "$(stat -c %s "$BATS_TEST_TMPDIR/r/0.res")" -eq "$size" ]
 	run --separate-stderr cowrun --merge "$BATS_TEST_TMPDIR/r" selftest --tasks 4
 	[ "$status" -eq 255 ]
-	assert_one_line_error "cowrun: merge: '$BATS_TEST_TMPDIR/r/0.res' holds no merge context: it is damaged, or was not saved by this workload"
+	assert_one_line_error "cowrun: merge: '$BATS_TEST_TMPDIR/r/0.res': its merge context fails its checksum (the file is damaged)"
 	# A file of a workload without a context (legacy has none).
 	cowrun --save-results "$BATS_TEST_TMPDIR/legacy.res" -o "$BATS_TEST_TMPDIR/o" legacy --branches 2
 	run --separate-stderr cowrun --merge "$BATS_TEST_TMPDIR/legacy.res" selftest --tasks 4
 	[ "$status" -eq 255 ]
-	assert_one_line_error "cowrun: merge: '$BATS_TEST_TMPDIR/legacy.res' holds no merge context*"
+	assert_one_line_error "cowrun: merge: '$BATS_TEST_TMPDIR/legacy.res' was saved by 'legacy --branches 2 (2 tasks)', not by this run's 'selftest --tasks 4 (4 tasks)'"
 }
