@@ -154,6 +154,7 @@ demo: deps all
 	plots/plot results/demo-sales.csv results/demo-sales-timeline.csv
 	@echo "demo: open these plots (an .svg beside each):"; \
 	for p in speedup wall efficiency memory timeline; do echo "  plots/out/demo-sales-$$p.png"; done; \
+	echo "  the fitted serial fraction: plots/out/demo-sales-speedup.txt"; \
 	echo "  and the runs themselves: results/demo-sales.csv"
 
 # Every mode on every built-in workload, 3 repetitions at -j 1,2,4: about

@@ -21,3 +21,11 @@ mode_point(m) = m eq "fork" ? 7 : m eq "omp" ? 5 : m eq "parallel-task" ? 9 : \
 # Each script plots to the PNG first, then replots into the SVG.
 png_terminal = "set terminal pngcairo size 1100,700 font 'DejaVu Sans,11' noenhanced"
 svg_terminal = "set terminal svg size 1100,700 font 'DejaVu Sans,11' noenhanced background rgb 'white'"
+
+# ideal(n): the best speedup n workers can give, by what the tasks wait on
+# (io and cores come from PARAMS: plots/plot reads the CSV's "# bound:"
+# line): n when they wait on I/O, min(n, cores) when they compute.
+# ideal_title(c): its name in a key, for c cores.
+ideal(n) = io ? n : (n < cores ? n : cores)
+ideal_title(c) = io ? "ideal: speedup = workers (I/O-bound)" : \
+	sprintf("ideal: min(workers, %d cores)", c)

@@ -8,8 +8,11 @@
 # Columns are found by their names in the header line, not by position.
 # Speedup = median serial wall / median wall of the group; efficiency =
 # speedup / jobs; fork/omp = median fork wall / median omp wall at the same
-# jobs (below 1: fork was faster).  A group is verified when every run in it
-# exited 0 and matched the serial reference checksum.
+# jobs (below 1: fork was faster).  Task speedup = serial's median task_s /
+# the group's median task_s: the task phase alone, without setup, merge and
+# start-up (only where the CSV has task_s: serial, fork and omp rows).  A
+# group is verified when every run in it exited 0 and matched the serial
+# reference checksum.
 #
 # format=data writes one block per mode (serial first), blocks separated by
 # two blank lines so gnuplot can select them with `index`; each block starts
@@ -18,6 +21,9 @@
 #   7 speedup  8 speedup_lo (serial median / max wall)  9 speedup_hi
 #   10 efficiency  11 fork_omp (NaN where not both)  12 verified (1 or 0)
 #   13 median peak total PSS in MiB (NaN when the CSV has no peak_pss_kb)
+#   14 median setup_s  15 median task_s  16 task speedup
+#   17 task speedup lo (serial median task_s / max task_s)  18 task speedup hi
+#   (14-18 NaN where the CSV has no such column or the rows leave it empty)
 # Exits 1 with a message when the file has no header or no serial rows.
 
 BEGIN { FS = ","; if (format == "") format = "table" }
@@ -41,16 +47,26 @@ NF > 1 {
 	runs[key]++
 	wall[key, runs[key]] = $col["wall_s"] + 0
 	if ("peak_pss_kb" in col) pss[key, runs[key]] = $col["peak_pss_kb"] / 1024
+	keep(setup, nsetup, key, "setup_s")
+	keep(task, ntask, key, "task_s")
 	if ($col["verified"] == "yes" && $col["exit_status"] == 0) ok[key]++
+}
+
+# keep(values, count, key, name): the row's value of column name, if the
+# header has it and the row does not leave it empty, as the next of key's.
+function keep(values, count, key, name) {
+	if (!(name in col) || $col[name] !~ /^[0-9.]+$/) return
+	values[key, ++count[key]] = $col[name] + 0
 }
 
 function fail(msg) { printf "summarize: %s\n", msg > "/dev/stderr"; failed = 1; exit 1 }
 
-# Median of wall[key, 1..n] (or of pss when of_pss): sorts a copy
-# (insertion sort: a few reps at most).
-function median(key, n, of_pss,    i, j, v, a) {
+# Median of values[key, 1..n] (NaN when n is 0); sets lo and hi to the
+# smallest and largest (insertion sort of a copy: a few reps at most).
+function median(values, key, n,    i, j, v, a) {
+	if (n == 0) { lo = hi = "NaN"; return "NaN" }
 	for (i = 1; i <= n; i++) {
-		v = of_pss ? pss[key, i] : wall[key, i]
+		v = values[key, i]
 		for (j = i - 1; j >= 1 && a[j] > v; j--) a[j + 1] = a[j]
 		a[j + 1] = v
 	}
@@ -69,28 +85,48 @@ function sorted_jobs(mode, js,    n, i, j, v, parts) {
 	return n
 }
 
+# pool_serial(values, count): serial's values at every jobs under the key
+# "serial-all" (compare's serial runs are all jobs=1; pool them whatever
+# jobs says); returns how many.
+function pool_serial(values, count,    n, i, r, js, total) {
+	n = sorted_jobs("serial", js)
+	total = 0
+	for (i = 1; i <= n; i++) for (r = 1; r <= count["serial" SUBSEP js[i]]; r++)
+		values["serial-all", ++total] = values["serial" SUBSEP js[i], r]
+	return total
+}
+
+# ratio(a, b): a / b, or NaN where either is NaN or b is 0.
+function ratio(a, b) {
+	return (a == "NaN" || b == "NaN" || b + 0 == 0) ? "NaN" : a / b
+}
+
+# num(v, fmt): v formatted, or the word NaN.
+function num(v, fmt) {
+	return v == "NaN" ? "NaN" : sprintf(fmt, v)
+}
+
 END {
 	if (failed) exit 1
 	if (!have_header) fail("no header line (is this a compare/compare CSV?)")
 	if (!("serial" in seen_mode)) fail("no serial rows: speedups need the serial baseline")
-	n = sorted_jobs("serial", js)
-	# Serial runs are all jobs=1 in compare's CSVs; pool them whatever jobs says.
-	total = 0
-	for (i = 1; i <= n; i++) for (r = 1; r <= runs["serial" SUBSEP js[i]]; r++)
-		wall["serial-all", ++total] = wall["serial" SUBSEP js[i], r]
-	serial_median = median("serial-all", total)
+	serial_median = median(wall, "serial-all", pool_serial(wall, runs))
+	serial_task = median(task, "serial-all", pool_serial(task, ntask))
 
 	for (k = 1; k <= nmodes; k++) {
 		mode = modes[k]
 		n = sorted_jobs(mode, js)
 		for (i = 1; i <= n; i++) {
 			key = mode SUBSEP js[i]
-			med[key] = median(key, runs[key]); min[key] = lo; max[key] = hi
+			med[key] = median(wall, key, runs[key]); min[key] = lo; max[key] = hi
+			med_setup[key] = median(setup, key, nsetup[key])
+			med_task[key] = median(task, key, ntask[key]); min_task[key] = lo; max_task[key] = hi
 		}
 	}
 	if (format == "table")
-		printf "%-15s %4s %5s %10s %10s %10s %8s %10s %8s  %s\n", "mode", "jobs", "runs",
-		    "median s", "min s", "max s", "speedup", "efficiency", "fork/omp", "verified"
+		printf "%-15s %4s %5s %10s %10s %10s %8s %10s %8s %8s %8s %8s  %s\n", "mode", "jobs",
+		    "runs", "median s", "min s", "max s", "speedup", "efficiency", "fork/omp",
+		    "setup s", "task s", "task x", "verified"
 	# serial first, then the others in the order they were run
 	nb = 0
 	for (k = 1; k <= nmodes; k++) if (modes[k] == "serial") order[++nb] = "serial"
@@ -103,26 +139,32 @@ END {
 	}
 }
 
-function print_group(mode, jobs,    key, s, eff, ratio, fkey, okey, verified) {
+function print_group(mode, jobs,    key, s, eff, fo, fkey, okey, verified, mem, ts) {
 	key = mode SUBSEP jobs
 	s = serial_median / med[key]
 	eff = s / jobs
 	fkey = "fork" SUBSEP jobs; okey = "omp" SUBSEP jobs
-	ratio = ((fkey in med) && (okey in med) && (mode == "fork" || mode == "omp")) ? \
+	fo = ((fkey in med) && (okey in med) && (mode == "fork" || mode == "omp")) ? \
 	    med[fkey] / med[okey] : "NaN"
 	verified = (ok[key] == runs[key])
+	ts = ratio(serial_task, med_task[key])
 	if (format == "data") {
-		lo_keep = lo; hi_keep = hi  # median() of pss must not clobber the wall range
-		mem = (key SUBSEP 1) in pss ? sprintf("%.3f", median(key, runs[key], 1)) : "NaN"
-		lo = lo_keep; hi = hi_keep
-		printf "%s %d %d %.6f %.6f %.6f %.6f %.6f %.6f %.6f %s %d %s\n", mode, jobs, runs[key],
-		    med[key], min[key], max[key], s, serial_median / max[key],
-		    serial_median / min[key], eff, ratio == "NaN" ? "NaN" : sprintf("%.6f", ratio),
-		    verified, mem
+		mem = (key SUBSEP 1) in pss ? sprintf("%.3f", median(pss, key, runs[key])) : "NaN"
+		printf "%s %d %d %.6f %.6f %.6f %.6f %.6f %.6f %.6f %s %d %s %s %s %s %s %s\n", mode,
+		    jobs, runs[key], med[key], min[key], max[key], s, serial_median / max[key],
+		    serial_median / min[key], eff, num(fo, "%.6f"), verified, mem,
+		    num(med_setup[key], "%.6f"), num(med_task[key], "%.6f"), num(ts, "%.6f"),
+		    num(ratio(serial_task, max_task[key]), "%.6f"),
+		    num(ratio(serial_task, min_task[key]), "%.6f")
 		return
 	}
-	printf "%-15s %4d %5d %10.3f %10.3f %10.3f %8.2f %10.2f %8s  %s\n", mode, jobs, runs[key],
-	    med[key], min[key], max[key], s, eff,
-	    ratio == "NaN" ? "-" : sprintf("%.3f", ratio),
+	printf "%-15s %4d %5d %10.3f %10.3f %10.3f %8.2f %10.2f %8s %8s %8s %8s  %s\n", mode, jobs,
+	    runs[key], med[key], min[key], max[key], s, eff, dash(fo, "%.3f"),
+	    dash(med_setup[key], "%.3f"), dash(med_task[key], "%.3f"), dash(ts, "%.2f"),
 	    verified ? "yes" : sprintf("NO (%d of %d)", ok[key], runs[key])
+}
+
+# dash(v, fmt): v formatted for the table, or "-" where there is none.
+function dash(v, fmt) {
+	return v == "NaN" ? "-" : sprintf(fmt, v)
 }

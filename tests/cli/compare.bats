@@ -8,7 +8,9 @@ load helpers
 COMPARE="$ROOT/compare/compare"
 PLOT="$ROOT/plots/plot"
 FIXTURES="$ROOT/tests/fixtures"
-HEADER="seq,mode,jobs,rep,wall_s,user_s,sys_s,max_rss_kb,exit_status,setup_s,checksum,verified,peak_pss_kb"
+HEADER="seq,mode,jobs,rep,wall_s,user_s,sys_s,max_rss_kb,exit_status,setup_s,checksum,verified,peak_pss_kb,task_s"
+# The header before task_s (issue 10): old CSVs must still summarize and plot.
+OLD_HEADER=${HEADER%,task_s}
 
 # compare ARGS...: compare/compare under the reaper, so that GNU Parallel and
 # every cowrun it starts are proved to leave nothing behind.
@@ -25,7 +27,7 @@ rows() {
 	run --separate-stderr "$COMPARE" --help
 	[ "$status" -eq 0 ]
 	[[ "$output" == "Usage: compare/compare [OPTIONS] --workload W"* ]]
-	for word in --jobs --reps --modes --warmup --out --timeline serial fork omp \
+	for word in --jobs --reps --modes --warmup --out --timeline --bound serial fork omp \
 		parallel-task parallel-shard "Exit status"; do
 		[[ "$output" == *"$word"* ]] || { echo "--help lacks '$word'" >&2; return 1; }
 	done
@@ -46,12 +48,14 @@ rows() {
 	done
 	grep -q '^# workload: selftest$' "$csv"
 	grep -q '^# tasks: 6$' "$csv"
+	grep -q '^# bound: cpu$' "$csv"
 	grep -q '^#   max_rss_kb ' "$csv"
+	grep -q '^#   task_s ' "$csv"
 	[ "$(grep -v '^#' "$csv" | head -n 1)" = "$HEADER" ]
 	# 2 reps x (serial once + 2 jobs x 4 other modes)
 	[ "$(rows "$csv" | wc -l)" -eq 18 ]
 	rows "$csv" | awk -F, -v OFS=, '
-		NF != 13 { print "bad field count: " $0; bad = 1 }
+		NF != 14 { print "bad field count: " $0; bad = 1 }
 		$13 !~ /^[0-9]+$/ || $13 == 0 { print "no peak PSS: " $0; bad = 1 }
 		$2 !~ /^(serial|fork|omp|parallel-task|parallel-shard)$/ { print "bad mode: " $0; bad = 1 }
 		$1 !~ /^[0-9]+$/ || $3 !~ /^[0-9]+$/ || $4 !~ /^[0-9]+$/ || $8 !~ /^[0-9]+$/ || $9 !~ /^[0-9]+$/ {
@@ -60,6 +64,11 @@ rows() {
 			print "not a number: " $0; bad = 1 }
 		length($11) != 64 || $11 ~ /[^0-9a-f]/ { print "bad checksum: " $0; bad = 1 }
 		$9 != 0 || $12 != "yes" { print "not verified: " $0; bad = 1 }
+		# the task phase: a positive time where one process ran it all,
+		# empty where GNU Parallel ran overlapping jobs
+		$2 ~ /^(serial|fork|omp)$/ && ($14 !~ /^[0-9]+\.[0-9]+$/ || $14 + 0 <= 0) {
+			print "no positive task_s: " $0; bad = 1 }
+		$2 ~ /^parallel-/ && $14 != "" { print "task_s for a parallel mode: " $0; bad = 1 }
 		$2 == "serial" && $3 != 1 { print "serial at jobs != 1: " $0; bad = 1 }
 		$1 != NR { print "seq out of order: " $0; bad = 1 }
 		$4 < rep { print "not rep-major: " $0; bad = 1 }
@@ -72,6 +81,7 @@ rows() {
 	for mode in serial fork omp parallel-task parallel-shard; do
 		[[ "$output" == *$'\n'"$mode "*yes* ]] || { echo "table lacks $mode" >&2; return 1; }
 	done
+	[[ "$output" == *"setup s   task s   task x  verified"* ]]
 	head -n 1 "$BATS_TEST_TMPDIR/r-timeline.csv" | grep -q '^task,name,worker,pid,start_s,end_s,status$'
 }
 
@@ -90,8 +100,8 @@ rows() {
 	[ "$status" -eq 1 ]
 	[[ "$stderr" == *"fork -j 2 rep 1: "*"DIFFERS from serial"* ]]
 	[[ "$output" == *$'\n'"fork "*"NO (0 of 1)"* ]]
-	[ "$(rows "$csv" | grep -c ',fork,.*,no,[0-9]*$')" -eq 1 ]
-	[ "$(rows "$csv" | grep -c ',serial,.*,yes,[0-9]*$')" -eq 1 ]
+	[ "$(rows "$csv" | grep -c ',fork,.*,no,[0-9]*,[0-9.]*$')" -eq 1 ]
+	[ "$(rows "$csv" | grep -c ',serial,.*,yes,[0-9]*,[0-9.]*$')" -eq 1 ]
 }
 
 @test "a failing serial reference run stops compare with one line, exit 1" {
@@ -121,6 +131,7 @@ rows() {
 	check "compare: --modes: unknown mode 'threads'*" --modes fork,threads --workload selftest
 	check "compare: --modes: 'fork' given twice" --modes fork,fork --workload selftest
 	check "compare: no cowrun at '/nonexistent'*" --cowrun /nonexistent --workload selftest
+	check "compare: --bound: bad value 'disk'*" --bound disk --workload selftest
 }
 
 @test "summarize.awk: medians, speedup, efficiency and the fork/omp ratio" {
@@ -128,23 +139,38 @@ rows() {
 	cat >"$csv" <<-EOF
 	# workload: made-up
 	$HEADER
-	1,serial,1,1,4.0,0,0,0,0,0,x,yes
-	2,fork,2,1,2.2,0,0,0,0,0,x,yes
-	3,omp,2,1,2.0,0,0,0,0,0,x,yes
-	4,serial,1,2,2.0,0,0,0,0,0,x,yes
-	5,fork,2,2,1.9,0,0,0,0,0,x,yes
-	6,omp,2,2,2.2,0,0,0,0,0,x,yes
-	7,serial,1,3,3.0,0,0,0,0,0,x,yes
-	8,fork,2,3,1.5,0,0,0,0,0,x,no
-	9,omp,2,3,2.5,0,0,0,0,0,x,yes
+	1,serial,1,1,4.0,0,0,0,0,1.0,x,yes,0,3.0
+	2,fork,2,1,2.2,0,0,0,0,0.9,x,yes,0,1.0
+	3,omp,2,1,2.0,0,0,0,0,0.9,x,yes,0,1.6
+	4,serial,1,2,2.0,0,0,0,0,0.5,x,yes,0,1.6
+	5,fork,2,2,1.9,0,0,0,0,0.9,x,yes,0,1.1
+	6,omp,2,2,2.2,0,0,0,0,0.9,x,yes,0,1.6
+	7,serial,1,3,3.0,0,0,0,0,1.0,x,yes,0,2.0
+	8,fork,2,3,1.5,0,0,0,0,0.9,x,no,0,0.8
+	9,omp,2,3,2.5,0,0,0,0,0.9,x,yes,0,1.6
+	10,parallel-shard,2,1,3.0,0,0,0,0,1.8,x,yes,0,
 	EOF
 	run --separate-stderr awk -f "$ROOT/compare/lib/summarize.awk" "$csv"
 	[ "$status" -eq 0 ]
 	# serial median 3.0; fork median 1.9 (speedup 1.58, efficiency 0.79);
-	# omp median 2.2; fork/omp = 1.9 / 2.2 = 0.864
-	[[ "$output" == *"serial "*" 1 "*" 3 "*" 3.000 "*" 2.000 "*" 4.000 "*" 1.00 "*" 1.00 "*" - "*yes* ]]
-	[[ "$output" == *"fork "*" 2 "*" 3 "*" 1.900 "*" 1.58 "*" 0.79 "*" 0.864 "*"NO (2 of 3)"* ]]
-	[[ "$output" == *"omp "*" 2 "*" 2.200 "*" 1.36 "*" 0.68 "*" 0.864 "*yes* ]]
+	# omp median 2.2; fork/omp = 1.9 / 2.2 = 0.864.  Task phase: serial's
+	# median 2.0 s, fork's 1.0 s (2.00x), omp's 1.6 s (1.25x); none for
+	# parallel-shard (an empty task_s).
+	[[ "$output" == *"serial "*" 1 "*" 3 "*" 3.000 "*" 2.000 "*" 4.000 "*" 1.00 "*" 1.00 "*" - "*" 1.000 "*" 2.000 "*" 1.00  yes"* ]]
+	[[ "$output" == *"fork "*" 2 "*" 3 "*" 1.900 "*" 1.58 "*" 0.79 "*" 0.864 "*" 0.900 "*" 1.000 "*" 2.00  NO (2 of 3)"* ]]
+	[[ "$output" == *"omp "*" 2 "*" 2.200 "*" 1.36 "*" 0.68 "*" 0.864 "*" 1.600 "*" 1.25  yes"* ]]
+	[[ "$output" == *"parallel-shard "*" 2 "*" 3.000 "*" 1.800 "*" - "*" -  yes"* ]]
+	# gnuplot's blocks: setup, task median, task speedup and its range
+	# (serial median / slowest and fastest run) in columns 14-18
+	run --separate-stderr awk -v format=data -f "$ROOT/compare/lib/summarize.awk" "$csv"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *$'\n'"fork 2 3 1.900000 "*" 0.900000 1.000000 2.000000 1.818182 2.500000"$'\n'* ]]
+	[[ "$output" == *$'\n'"parallel-shard 2 1 3.000000 "*" 1.800000 NaN NaN NaN NaN"* ]]
+	# a CSV from before task_s: no task figures, the rest as before
+	grep -v '^#' "$csv" | sed "1s/.*/$OLD_HEADER/; s/,[0-9.]*\$//" >"$BATS_TEST_TMPDIR/old.csv"
+	run --separate-stderr awk -f "$ROOT/compare/lib/summarize.awk" "$BATS_TEST_TMPDIR/old.csv"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"fork "*" 2 "*" 3 "*" 1.900 "*" 1.58 "*" 0.79 "*" 0.864 "*" 0.900 "*" - "*" -  NO (2 of 3)"* ]]
 	run --separate-stderr awk -f "$ROOT/compare/lib/summarize.awk" "$FIXTURES/compare-sales-timeline.csv"
 	[ "$status" -eq 1 ]
 	[[ "$stderr" == "summarize: no 'mode' column"* ]]
@@ -162,12 +188,89 @@ rows() {
 		grep -q '<svg' "$svg"
 		[[ "$output" == *"plot: wrote $png"* ]]
 	done
-	# the key names every mode and the Amdahl fit; the title the machine
-	for text in fork omp parallel-task parallel-shard "serial fraction f =" "2 cores"; do
-		grep -q "$text" "$out/compare-sales-speedup.svg" || { echo "no '$text' in the SVG" >&2; return 1; }
+	# the key names every mode, the Amdahl fit and the ideal it drew (a
+	# CPU-bound workload on 2 cores); the title the machine
+	for text in fork omp parallel-task parallel-shard "serial fraction f =" "2 cores" \
+		"ideal: min(workers, 2 cores)"; do
+		grep -qF "$text" "$out/compare-sales-speedup.svg" || { echo "no '$text' in the SVG" >&2; return 1; }
 	done
-	# the speedup plot as text on the terminal
+	grep -qF "ideal: min(workers, 2 cores) / workers" "$out/compare-sales-efficiency.svg"
+	# the speedup plot as text on the terminal; this CSV is from before
+	# task_s: one panel, the whole run
 	[[ "$output" == *"speedup over serial"*"workers (processes or threads, -j)"* ]]
+	[[ "$output" == *"ideal: min(workers, 2 cores)"* ]]
+	[[ "$output" != *"task phase only"* ]]
+	# the fitted serial fraction for scripts: a file and a line on stdout
+	txt=$out/compare-sales-speedup.txt
+	[[ "$output" == *"plot: wrote $txt"* ]]
+	f=$(sed -n 's/^serial_fraction: //p' "$txt")
+	[[ $f =~ ^0\.[0-9]{6}$ ]] || { echo "serial_fraction '$f'" >&2; return 1; }
+	grep -qx "ideal: min(workers, 2 cores)" "$txt"
+	grep -qx "task_panel: no (the CSV has no task_s)" "$txt"
+	[[ "$output" == *"plot: compare-sales: Amdahl fit to fork (whole runs, n <= 2): serial fraction $f"* ]]
+	# the key's f is the file's, rounded
+	grep -qF "serial fraction f = $(printf '%.3f' "$f")" "$out/compare-sales-speedup.svg"
+}
+
+@test "plots/plot draws the task phase's speedup as a second panel when the CSV has task_s" {
+	out=$BATS_TEST_TMPDIR/plots
+	run --separate-stderr "$PLOT" --out "$out" "$FIXTURES/compare-selftest-tasks.csv"
+	[ "$status" -eq 0 ] || { echo "exit $status: $stderr" >&2; return 1; }
+	svg=$out/compare-selftest-tasks-speedup.svg
+	for text in "whole run, setup and merge included" "task phase only" "fork (task phase)" \
+		"omp (task phase)" "serial fraction f =" "ideal: min(workers, 2 cores)"; do
+		grep -qF "$text" "$svg" || { echo "no '$text' in the SVG" >&2; return 1; }
+	done
+	# both panels in the text plot, each with the ideal in its key: the
+	# whole run above (every mode), the task phase below (fork and omp)
+	[[ "$output" == *"whole run, setup and merge included"*"parallel-shard"*"task phase only"*"fork (task phase)"* ]]
+	[ "$(grep -c "ideal: min(workers, 2 cores)" <<<"$output")" -ge 2 ]
+	[[ "$output" != *"parallel-shard (task phase)"* ]]
+	grep -qx "task_panel: yes" "$out/compare-selftest-tasks-speedup.txt"
+	grep -qx "bound: cpu" "$out/compare-selftest-tasks-speedup.txt"
+	grep -qx "bound_from: csv" "$out/compare-selftest-tasks-speedup.txt"
+}
+
+@test "plots/plot: the ideal is speedup = workers for I/O-bound printer, from the bound line or the workload" {
+	out=$BATS_TEST_TMPDIR/plots
+	# An old printer CSV (no "# bound:" line): printer's default, io.
+	sed 's/^# workload: sales$/# workload: printer/' "$FIXTURES/compare-sales.csv" >"$BATS_TEST_TMPDIR/printer.csv"
+	# A CSV that says io itself.
+	sed 's/^# bound: cpu$/# bound: io/' "$FIXTURES/compare-selftest-tasks.csv" >"$BATS_TEST_TMPDIR/io.csv"
+	run --separate-stderr "$PLOT" --out "$out" "$BATS_TEST_TMPDIR/printer.csv" "$BATS_TEST_TMPDIR/io.csv"
+	[ "$status" -eq 0 ] || { echo "exit $status: $stderr" >&2; return 1; }
+	for name in printer io; do
+		grep -qF "ideal: speedup = workers (I/O-bound)" "$out/$name-speedup.svg"
+		[ "$(grep -cF "min(workers" "$out/$name-speedup.svg")" -eq 0 ]
+		grep -qF "ideal: efficiency 1 (I/O-bound: speedup = workers)" "$out/$name-efficiency.svg"
+		grep -qx "ideal: speedup = workers (I/O-bound)" "$out/$name-speedup.txt"
+		grep -qx "bound: io" "$out/$name-speedup.txt"
+	done
+	grep -qx "bound_from: default for printer (the CSV has no '# bound:' line)" "$out/printer-speedup.txt"
+	grep -qx "bound_from: csv" "$out/io-speedup.txt"
+	[[ "$output" != *"min(workers"* ]]
+	# A bad bound line is a one-line error.
+	sed 's/^# bound: cpu$/# bound: disk/' "$FIXTURES/compare-selftest-tasks.csv" >"$BATS_TEST_TMPDIR/bad.csv"
+	run --separate-stderr "$PLOT" --out "$out" "$BATS_TEST_TMPDIR/bad.csv"
+	[ "$status" -eq 2 ]
+	assert_one_line_error "plot: cannot plot *: bad '# bound: disk' line: cpu or io expected"
+}
+
+@test "compare writes '# bound: io' for printer, cpu for the others, and --bound overrides it" {
+	args=(--modes fork --jobs 2 --reps 1 --warmup 0)
+	run --separate-stderr compare "${args[@]}" --workload printer --out "$BATS_TEST_TMPDIR/p.csv" \
+		-- --regions 4 --sales 2000 --page-lines 10 --largest 3 --lpm 600000
+	[ "$status" -eq 0 ] || { echo "exit $status: $stderr" >&2; return 1; }
+	grep -qx '# bound: io' "$BATS_TEST_TMPDIR/p.csv"
+	run --separate-stderr compare "${args[@]}" --bound io --workload selftest \
+		--out "$BATS_TEST_TMPDIR/s.csv" -- --tasks 4
+	[ "$status" -eq 0 ] || { echo "exit $status: $stderr" >&2; return 1; }
+	grep -qx '# bound: io' "$BATS_TEST_TMPDIR/s.csv"
+	run --separate-stderr compare "${args[@]}" --bound=cpu --workload printer \
+		--out "$BATS_TEST_TMPDIR/c.csv" -- --regions 2 --sales 1000 --page-lines 10 --largest 3 --lpm 600000
+	[ "$status" -eq 0 ] || { echo "exit $status: $stderr" >&2; return 1; }
+	grep -qx '# bound: cpu' "$BATS_TEST_TMPDIR/c.csv"
+	assert_no_leftovers
 }
 
 @test "plots/plot --no-text draws no text plot; bad input is a one-line error" {
