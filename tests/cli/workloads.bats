@@ -62,6 +62,68 @@ write_holdings() {
 	printf 'portfolio,asset,value\nAlpha,X1,1000000\nAlpha,X2,-250000.50\nBeta,X3,500000\nBeta,X1,200000\nGamma,X5,750000\n' >"$T/hold.csv"
 }
 
+# digests MODE-ARGS... -- WORKLOAD ARGS...: one run; prints the sha256 of its
+# stdout, then "sha256  NAME" of each report, in name order.
+digests() {
+	local mode=() d="$T/digest-$RANDOM$RANDOM"
+	while [ "$1" != -- ]; do mode+=("$1"); shift; done
+	shift
+	run --separate-stderr cowrun "${mode[@]}" -o "$d" "$@"
+	[ "$status" -eq 0 ] || { echo "${mode[*]} failed ($status): $stderr" >&2; return 1; }
+	printf '%s' "$output" | sha256sum
+	if [ -d "$d" ]; then (cd "$d" && sha256sum -- *); fi
+}
+
+# same_digests_all_modes OMP WORKLOAD ARGS...: stdout and every report
+# byte-identical (sha256) in serial mode, fork -j 1, 2, 3 and, when OMP is
+# "omp", omp -j 2: the setup's threads (1 in serial, up to -j) never
+# change a digit.
+same_digests_all_modes() {
+	local omp=$1 reference got
+	shift
+	reference=$(digests --mode serial -- "$@") || return 1
+	for mode in "-j 1" "-j 2" "-j 3" ${omp:+"--mode omp -j 2"}; do
+		got=$(digests $mode -- "$@") || return 1
+		[ "$got" = "$reference" ] ||
+			{ printf '%s differs from serial:\n%s\n%s\n' "$mode" "$got" "$reference" >&2; return 1; }
+	done
+}
+
+# ---- setup on several threads (cowrun_parallel) -------------------------------
+
+# 300 assets: 3 covariance tiles a side; 100 days: 4 blocks of generated days.
+RISK_TILES=(risk --assets 300 --days 100 --portfolios 6 --positions 20 --scenarios 500 --seed 3)
+
+@test "risk: a setup of several tiles and day blocks gives the same stdout and reports (sha256) serial, -j 1, 2, 3, omp -j 2" {
+	same_digests_all_modes omp "${RISK_TILES[@]}"
+	[ "$(ls "$T"/digest-* | grep -c '^portfolio-')" -eq 30 ]
+}
+
+@test "risk: returns read from a CSV of several tiles, the same digests in every mode" {
+	write_returns wide.csv 260 80
+	same_digests_all_modes omp risk --input "$T/wide.csv" --portfolios 4 --positions 30 --scenarios 300
+}
+
+@test "risk -v -j 2: the setup runs on 2 threads, the parent forks with 1" {
+	[ "$(nproc)" -ge 2 ] || skip "needs 2 CPUs for 2 setup threads"
+	run --separate-stderr cowrun -v -j 2 -o "$T/v" "${RISK_TILES[@]}"
+	[ "$status" -eq 0 ]
+	[[ "$stderr" == *"cowrun: risk: setup "*" s, 6 tasks, 2 setup threads"* ]]
+	[[ "$stderr" == *", threads at fork 1"* ]]
+	run --separate-stderr cowrun -v --mode serial -o "$T/s" "${RISK_TILES[@]}"
+	[[ "$stderr" == *"cowrun: risk: setup "*" s, 6 tasks, 1 setup thread"* ]]
+}
+
+@test "average: a fill of several blocks gives the same summary (sha256) serial, -j 1, 2, 3, omp -j 2, and the closed form" {
+	same_digests_all_modes omp average --size 1000003 --chunks 13
+	run --separate-stderr cowrun -v -j 2 average --size 1000003 --chunks 13
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"expected 124.874626126122 (closed form), relative error 0.0e+00: ok"* ]]
+	[ "$(nproc)" -ge 2 ] || skip "needs 2 CPUs for 2 setup threads"
+	[[ "$stderr" == *"cowrun: average: setup "*" s, 13 tasks, 2 setup threads"* ]]
+	[[ "$stderr" == *", threads at fork 1"* ]]
+}
+
 # ---- risk -------------------------------------------------------------------
 
 @test "risk: serial, fork -j 1, 2, 7, 0 and omp -j 2 give identical stdout and reports" {

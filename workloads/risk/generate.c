@@ -1,7 +1,9 @@
 /*
  * generate.c - the risk workload's generated data, made in setup when no
- * file is given: daily returns from a factor model (random stream 0 of
- * --seed) and portfolios of distinct assets in a few styles (stream 2^63).
+ * file is given: daily returns from a factor model (the assets' parameters
+ * from random stream 0 of --seed, each fixed block of DAY_BLOCK days from
+ * its own stream, on the setup threads) and portfolios of distinct assets
+ * in a few styles (stream 2^63).
  */
 #define _GNU_SOURCE
 #include "risk.h"
@@ -13,6 +15,8 @@
 #include <stdlib.h>
 
 #define NFACTORS        8       /* market + sectors of the generator */
+#define DAY_BLOCK       32      /* days generated per cowrun_parallel() block */
+#define DAY_STREAM      (UINT64_C(1) << 62) /* block b of days: stream 2^62 + b */
 
 /* ---- generated returns: a factor model ------------------------------------------ */
 
@@ -45,6 +49,30 @@ static void gen_day(struct rng *g, const struct gen_asset *ga, size_t n, double 
 	}
 }
 
+/* What the day blocks share: read-only but for each block's own rows of d. */
+struct gen_days {
+	const struct risk *r;
+	const struct gen_asset *ga;
+	double *d;
+};
+
+/* Setup thread: days [block * DAY_BLOCK, +DAY_BLOCK) from the block's own
+ * stream, so they are the same whichever thread makes them. */
+static int gen_day_block(void *ctx, size_t block, unsigned thread)
+{
+	const struct gen_days *gd = ctx;
+	const struct risk *r = gd->r;
+	size_t t0 = block * DAY_BLOCK;
+	size_t t1 = r->ndays - t0 < DAY_BLOCK ? r->ndays : t0 + DAY_BLOCK;
+	struct rng g;
+
+	(void)thread;
+	rng_seed(&g, (uint64_t)r->cfg.seed, DAY_STREAM + block);
+	for (size_t t = t0; t < t1; t++)
+		gen_day(&g, gd->ga, r->n, gd->d + t * r->n);
+	return 0;
+}
+
 int risk_generate_returns(struct risk *r, double **data)
 {
 	struct gen_asset *ga;
@@ -67,8 +95,8 @@ int risk_generate_returns(struct risk *r, double **data)
 		snprintf(r->asset[a], sizeof r->asset[a], "A%04zu", a + 1);
 		gen_asset_params(&g, &ga[a]);
 	}
-	for (size_t t = 0; t < r->ndays; t++)
-		gen_day(&g, ga, r->n, d + t * r->n);
+	cowrun_parallel((r->ndays + DAY_BLOCK - 1) / DAY_BLOCK, gen_day_block,
+			&(struct gen_days){ r, ga, d });
 	free(ga);
 	*data = d;
 	return 0;

@@ -1,8 +1,8 @@
 /*
  * model.c - the risk model, built in setup: each asset's mean return and
- * volatility, the sample covariance (BLAS dsyrk), shrunk towards its
- * diagonal, and its Cholesky factor L (LAPACK dpotrf) that every task
- * simulates through.
+ * volatility, the sample covariance (BLAS dsyrk and dgemm on fixed tiles,
+ * on the setup threads), shrunk towards its diagonal, and its Cholesky
+ * factor L (LAPACK dpotrf) that every task simulates through.
  */
 #define _GNU_SOURCE
 #include "risk.h"
@@ -45,6 +45,55 @@ static int check_varies(const struct risk *r, const double *d)
 		}
 	}
 	return 0;
+}
+
+/* Covariance tiles: TILE x TILE blocks of the lower triangle (smaller at
+ * the edges), one cowrun_parallel() block each.  The tiling depends only
+ * on the number of assets, and each tile is one single-threaded BLAS call
+ * (OpenBLAS built with pthreads is safe to call from several threads at
+ * once with one BLAS thread each, its buffers taken under a lock), so
+ * every element is summed by the same code in the same order at every
+ * thread count. */
+#define TILE 128
+
+struct cov {
+	struct risk *r;
+	const double *d;        /* demeaned returns: n x ndays, column-major */
+	size_t ntiles;          /* tiles per side */
+};
+
+/* Setup thread: tile `block` of the covariance, numbered down each column
+ * of tiles in turn: (0,0), (1,0) .. (nt-1,0), (1,1), ... */
+static int cov_tile(void *ctx, size_t block, unsigned thread)
+{
+	const struct cov *c = ctx;
+	size_t n = c->r->n, days = c->r->ndays, ti = 0, tj = 0;
+	double alpha = 1.0 / (double)(days - 1);
+
+	(void)thread;
+	while (block >= c->ntiles - tj)
+		block -= c->ntiles - tj++;
+	ti = tj + block;
+	size_t i0 = ti * TILE, j0 = tj * TILE;
+	size_t rows = n - i0 < TILE ? n - i0 : TILE, cols = n - j0 < TILE ? n - j0 : TILE;
+	double *out = c->r->chol + i0 + j0 * n;
+	if (ti == tj)
+		cblas_dsyrk(CblasColMajor, CblasLower, CblasNoTrans, (blasint)rows,
+			    (blasint)days, alpha, c->d + i0, (blasint)n, 0.0, out, (blasint)n);
+	else
+		cblas_dgemm(CblasColMajor, CblasNoTrans, CblasTrans, (blasint)rows,
+			    (blasint)cols, (blasint)days, alpha, c->d + i0, (blasint)n,
+			    c->d + j0, (blasint)n, 0.0, out, (blasint)n);
+	return 0;
+}
+
+/* The sample covariance of the demeaned d into the lower triangle of
+ * r->chol (the strict upper triangle stays zero). */
+static void covariance(struct risk *r, const double *d)
+{
+	struct cov c = { r, d, (r->n + TILE - 1) / TILE };
+
+	cowrun_parallel(c.ntiles * (c.ntiles + 1) / 2, cov_tile, &c);
 }
 
 /* Shrink the covariance (lower triangle) towards its diagonal, keeping
@@ -107,8 +156,7 @@ int risk_estimate(struct risk *r, double *d)
 	if (check_varies(r, d) != 0)
 		return -1;
 	demean(d, n, r->ndays, r->mu);
-	cblas_dsyrk(CblasColMajor, CblasLower, CblasNoTrans, (blasint)n, (blasint)r->ndays,
-		    1.0 / (double)(r->ndays - 1), d, (blasint)n, 0.0, r->chol, (blasint)n);
+	covariance(r, d);
 	if (shrink(r) != 0)
 		return -1;
 	return factor(r);

@@ -3,7 +3,7 @@
  *
  * Setup (parent, once) reads daily asset returns from a CSV or generates
  * them from a factor model, estimates the mean and the covariance matrix
- * (BLAS dsyrk), shrinks it towards its diagonal and factors it with LAPACK
+ * (BLAS dsyrk and dgemm, tile by tile on the setup threads), shrinks it towards its diagonal and factors it with LAPACK
  * (LAPACKE_dpotrf): Sigma = L L'.  The portfolios come from a holdings CSV or
  * are generated.  Each task is one portfolio: a Monte Carlo of one-day P&L
  * through the shared factor (scenario returns L z, BLAS dgemm), its 95% and
@@ -88,9 +88,11 @@ static const struct cowrun_option risk_options[] = {
  *   OpenBLAS threads spin while they wait.  OpenMP mode is the same: N
  *   threads, each fanning out.  One task per core, each on one BLAS
  *   thread, keeps every core busy with no BLAS synchronisation at all.
- * - A product split across threads may sum in another order.  One thread
- *   everywhere, setup included, runs the same code path in every mode, so
- *   the digits are the same.
+ * - A product split across threads may sum in another order.  One BLAS
+ *   thread everywhere runs the same code path in every mode, so the digits
+ *   are the same.  Setup's covariance runs on the setup threads
+ *   (cowrun_parallel), but as fixed tiles, each one single-threaded BLAS
+ *   call (model.c): the threads change who computes a tile, not its sums.
  *
  * Which kernels OpenBLAS runs is chosen when it loads, too: Debian's 0.3.21
  * does not know CPUs newer than itself (e.g. family 6 model 207) and falls

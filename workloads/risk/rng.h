@@ -23,8 +23,9 @@ static inline uint64_t splitmix(uint64_t *x)
 	return z ^ (z >> 31);
 }
 
-/* Stream `stream` of seed `seed`: the generator uses stream 0, task k the
- * stream k + 1, so a task's numbers never depend on which worker runs it. */
+/* Stream `stream` of seed `seed`: the generator uses stream 0 (the assets),
+ * 2^62 + b (block b of days) and 2^63 (the portfolios), task k the stream
+ * k + 1, so no number depends on which thread or worker draws it. */
 static inline void rng_seed(struct rng *r, uint64_t seed, uint64_t stream)
 {
 	uint64_t x = seed ^ (stream * 0xd1342543de82ef95ULL);
