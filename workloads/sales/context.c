@@ -15,7 +15,6 @@
 #include "sales.h"
 
 #include <errno.h>
-#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -65,7 +64,9 @@ static const char *head_problem(const struct context_head *h, size_t len)
 {
 	if (h->magic != CONTEXT_MAGIC || h->version != CONTEXT_VERSION || h->reserved != 0)
 		return "not a sales context of this version";
-	if (h->nstores == 0 || h->nstores > (len - sizeof *h) / sizeof(uint32_t) ||
+	if (h->nstores == 0)
+		return "no stores";
+	if (h->nstores > (len - sizeof *h) / sizeof(uint32_t) ||
 	    len != sizeof *h + h->nstores * sizeof(uint32_t))
 		return "its length does not match its store count";
 	if (h->first_day < day_number(1000, 1, 1) || h->last_day < h->first_day ||
@@ -80,7 +81,7 @@ static const char *ids_problem(const uint32_t *id, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
 		if (id[i] == 0 || id[i] > MAX_ID || (i > 0 && id[i] <= id[i - 1]))
-			return "store ids not ascending";
+			return "store ids not ascending within 1..999999999";
 	return NULL;
 }
 

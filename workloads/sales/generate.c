@@ -18,8 +18,6 @@
  */
 #include "sales.h"
 
-#include <errno.h>
-#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
