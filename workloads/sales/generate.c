@@ -35,6 +35,14 @@ struct promo {
 	uint32_t price;                /* cents */
 };
 
+/* One bucket of Walker's alias table: a uniform bucket, then a uniform
+ * x below the total weight picks `product` if x < prob, else `other`.
+ * O(1) per draw: a binary search over cumulative weights was half of
+ * setup (its loads depend on each other). */
+struct alias {
+	uint32_t prob, product, other;
+};
+
 /* What the row blocks read (step 3): filled by steps 1 and 2, read-only
  * while the threads run. */
 struct gen {
@@ -46,40 +54,32 @@ struct gen {
 	uint32_t *store_open;  /* first trading day of each store */
 	uint64_t *cum_day;     /* cum_day[d]: weights of days 0 .. d-1 */
 	size_t *first_block;   /* store k's blocks: first_block[k] .. [k+1] */
-	uint32_t *pop_cdf;     /* cumulative weights by popularity rank */
+	struct alias *pop;     /* products by popularity, one draw each */
 	uint32_t *pop_product; /* product index of each rank */
+	uint64_t pop_total;    /* the popularity weights' sum (< 2^32) */
 	size_t names_len, names_cap;
 	struct promo promo[MAX_PROMOS];
 	size_t npromos;
 };
 
-/* splitmix64: tiny, fast, and the same sequence everywhere, unlike rand(). */
-static uint64_t rng_next(uint64_t *s)
+/* splitmix64: tiny, fast, and the same sequence everywhere, unlike rand().
+ * Its finaliser is util.c's mix64(), repeated here so the row loop inlines
+ * it (a call per draw was 6% of setup). */
+static inline uint64_t rng_next(uint64_t *s)
 {
-	*s += 0x9e3779b97f4a7c15ULL;
-	return mix64(*s);
+	uint64_t x = *s += 0x9e3779b97f4a7c15ULL;
+
+	x ^= x >> 30;
+	x *= 0xbf58476d1ce4e5b9ULL;
+	x ^= x >> 27;
+	x *= 0x94d049bb133111ebULL;
+	return x ^ (x >> 31);
 }
 
 /* Uniform in [0, n) for n < 2^32 (multiply-shift; the bias is < 2^-32). */
 static uint32_t rng_below(uint64_t *s, uint32_t n)
 {
 	return (uint32_t)(((rng_next(s) >> 32) * n) >> 32);
-}
-
-/* Index of the cdf bucket a uniform draw falls into: the first entry
- * above it.  Written so the compiler emits a conditional move: a branchy
- * binary search mispredicts on random draws and was a quarter of setup. */
-static uint32_t cdf_pick(uint64_t *rng, const uint32_t *cdf, size_t n)
-{
-	uint32_t x = rng_below(rng, cdf[n - 1]);
-	size_t lo = 0, len = n;
-
-	while (len > 1) {
-		size_t half = len / 2;
-		lo += cdf[lo + half - 1] <= x ? half : 0;
-		len -= half;
-	}
-	return (uint32_t)lo;
 }
 
 /* ---- step 1: catalogue, stores, promotions (one thread, from --seed) ---- */
@@ -120,32 +120,76 @@ static int gen_product_entry(struct gen *g, uint32_t i)
 	return p->name == NO_NAME ? -1 : 0;
 }
 
+/* Vose's construction of the alias table over weight[rank], in integers
+ * (each weight scaled by n against the total), so the table, and the data,
+ * are the same on every machine.  Returns 0 or -1 (ENOMEM). */
+static int alias_build(struct gen *g, const uint32_t *weight, uint32_t n, uint64_t total)
+{
+	uint64_t *scaled = malloc(n * sizeof *scaled);
+	uint32_t *small = malloc(n * sizeof *small), *large = malloc(n * sizeof *large);
+	size_t ns = 0, nl = 0;
+	int rc = -1;
+
+	if ((g->pop = malloc(n * sizeof *g->pop)) == NULL || !scaled || !small || !large)
+		goto out;
+	for (uint32_t i = 0; i < n; i++) {
+		scaled[i] = (uint64_t)weight[i] * n;
+		g->pop[i] = (struct alias){ (uint32_t)total, g->pop_product[i], g->pop_product[i] };
+		if (scaled[i] < total)
+			small[ns++] = i;
+		else
+			large[nl++] = i;
+	}
+	while (ns > 0 && nl > 0) {
+		uint32_t l = small[--ns], h = large[--nl];
+		g->pop[l].prob = (uint32_t)scaled[l];
+		g->pop[l].other = g->pop_product[h];
+		scaled[h] -= total - scaled[l];
+		if (scaled[h] < total)
+			small[ns++] = h;
+		else
+			large[nl++] = h;
+	}
+	rc = 0; /* what is left has exactly the total: prob = total, itself */
+out:
+	free(scaled);
+	free(small);
+	free(large);
+	return rc;
+}
+
 /* The catalogue; popularity is a Zipf-like 1/(rank+3) over a random
  * permutation, in integers so the data do not depend on libm. */
 static int gen_catalogue(struct gen *g)
 {
-	uint32_t n = (uint32_t)g->cfg->products, sum = 0;
+	uint32_t n = (uint32_t)g->cfg->products;
+	uint32_t *weight = malloc(n * sizeof *weight);
+	uint64_t sum = 0;
+	int rc = -1;
 
 	g->s->product = calloc(n, sizeof *g->s->product);
-	g->pop_cdf = malloc(n * sizeof *g->pop_cdf);
 	g->pop_product = malloc(n * sizeof *g->pop_product);
-	if (g->s->product == NULL || g->pop_cdf == NULL || g->pop_product == NULL)
-		return -1;
+	if (g->s->product == NULL || g->pop_product == NULL || weight == NULL)
+		goto out;
 	g->s->nproducts = n;
 	g->s->has_categories = 1;
 	for (uint32_t i = 0; i < n; i++) {
 		if (gen_product_entry(g, i) != 0)
-			return -1;
+			goto out;
 		g->pop_product[i] = i;
-		sum += 1000000 / (i + 3);
-		g->pop_cdf[i] = sum;
+		weight[i] = 1000000 / (i + 3);
+		sum += weight[i];
 	}
 	for (uint32_t i = n - 1; i > 0; i--) { /* Fisher-Yates */
 		uint32_t j = rng_below(&g->rng, i + 1), t = g->pop_product[i];
 		g->pop_product[i] = g->pop_product[j];
 		g->pop_product[j] = t;
 	}
-	return 0;
+	g->pop_total = sum;
+	rc = alias_build(g, weight, n, sum);
+out:
+	free(weight);
+	return rc;
 }
 
 /* Stores 1..N of differing sizes (one in eight a flagship three times
@@ -267,6 +311,17 @@ static const struct promo *gen_promo_on(const struct gen *g, uint32_t product,
 	return NULL;
 }
 
+/* A product by popularity: one draw, its high half the bucket, its low
+ * half the threshold. */
+static inline uint32_t alias_pick(const struct gen *g, uint64_t *rng)
+{
+	uint64_t u = rng_next(rng);
+	const struct alias *a = &g->pop[((u >> 32) * g->s->nproducts) >> 32];
+	uint32_t x = (uint32_t)(((u & 0xffffffffu) * g->pop_total) >> 32);
+
+	return x < a->prob ? a->product : a->other;
+}
+
 /* A product for a sale on day d: by popularity, but a running promotion
  * draws one sale in twenty to itself. */
 static uint32_t gen_product(const struct gen *g, uint64_t *rng, uint32_t d)
@@ -275,7 +330,7 @@ static uint32_t gen_product(const struct gen *g, uint64_t *rng, uint32_t d)
 		if (d >= g->promo[i].first && d <= g->promo[i].last &&
 		    rng_below(rng, 20) == 0)
 			return g->promo[i].product;
-	return g->pop_product[cdf_pick(rng, g->pop_cdf, g->s->nproducts)];
+	return alias_pick(g, rng);
 }
 
 /* Units in one sale: mostly 1-3, now and then a case of 6, 12 or 24. */
@@ -369,7 +424,7 @@ static void gen_free(struct gen *g)
 	free(g->store_open);
 	free(g->cum_day);
 	free(g->first_block);
-	free(g->pop_cdf);
+	free(g->pop);
 	free(g->pop_product);
 }
 
