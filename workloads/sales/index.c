@@ -150,7 +150,7 @@ static int index_products(struct sales *s, const struct raw *raw, uint32_t *rank
 }
 
 /* Counting sort by store into one array, stable, so each store's sales
- * stay in file (or generation) order; days become calendar indexes. */
+ * stay in file order; days become calendar indexes. */
 static int index_txns(struct sales *s, const struct raw *raw,
 		      const uint32_t *srank, const uint32_t *prank)
 {
