@@ -1,10 +1,12 @@
 /*
  * sales.c - the nightly sales-report workload.
  *
- * Setup (parent, once) reads a CSV of transactions or generates a
- * deterministic synthetic data set, then builds the read-only indexes every
- * report needs: the transactions grouped by store (one array, counting
- * sorted, plus offsets), the product catalogue and the calendar.  Each task
+ * Setup (parent, once) reads a CSV of transactions (csv.c) or generates a
+ * deterministic synthetic data set (generate.c), on the setup threads,
+ * straight into the read-only indexes every report needs: the transactions
+ * grouped by store (one array plus offsets), the product catalogue and the
+ * calendar.  `--merge` skips all that: merge_setup() builds the stores and
+ * the calendar from the context saved with the results (context.c).  Each task
  * is one store: the worker writes that store manager's report
  * (store-NNNN.txt) and emits the store's totals; the parent merges them in
  * task order and prints the company summary.
@@ -62,6 +64,7 @@ void sales_teardown(void *state)
 	free(s->names);
 	free(s->day);
 	free(s->month);
+	free(s->context);
 	if (s->acc) {
 		free(s->acc->result);
 		free(s->acc->merged);
@@ -70,29 +73,58 @@ void sales_teardown(void *state)
 	free(s);
 }
 
-/* Parent, once: parse the options, read or generate the sales, index them.
- * Returns the state (freed by sales_teardown), or NULL after one line on
- * stderr saying what failed; nothing is left allocated then. */
+/* Parent, once: parse the options, read or generate the sales straight
+ * into their indexes (on the setup threads), then the merge accumulator
+ * and the merge context.  Returns the state (freed by sales_teardown), or
+ * NULL after one line on stderr saying what failed; nothing is left
+ * allocated then (but the arena, which the runner frees). */
 static void *sales_setup(int argc, char **argv)
 {
 	struct sales_config cfg = sales_defaults;
-	struct raw raw = { 0 };
-	struct sales *s = NULL;
+	struct sales *s;
 
 	if (cowrun_parse_options(argc, argv, sales_options, &cfg) != 0)
 		return NULL;
-	if ((cfg.input ? csv_read(cfg.input, &raw) : generate(&cfg, &raw)) != 0)
-		goto fail;
-	s = calloc(1, sizeof *s);
-	if (s == NULL || build_index(s, &raw) != 0) {
-		cowrun_error("out of memory indexing %zu transactions", raw.n);
-		goto fail;
+	if ((s = calloc(1, sizeof *s)) == NULL) {
+		cowrun_error("out of memory");
+		return NULL;
 	}
 	s->cfg = cfg;
-	raw_free(&raw);
+	if ((cfg.input ? csv_load(cfg.input, s) : generate_load(&cfg, s)) != 0)
+		goto fail;
+	if (index_acc(s) != 0 || context_build(s) != 0) {
+		cowrun_error("out of memory indexing %zu transactions", s->ntxn);
+		goto fail;
+	}
 	return s;
 fail:
-	raw_free(&raw);
+	sales_teardown(s);
+	return NULL;
+}
+
+/* Parent, --merge only: the state merge() and finish() need, from the
+ * arguments and the saved context; no row is read or generated.  Returns
+ * NULL after one line on stderr. */
+static void *sales_merge_setup(int argc, char **argv, const void *context, size_t len)
+{
+	struct sales_config cfg = sales_defaults;
+	struct sales *s;
+
+	if (cowrun_parse_options(argc, argv, sales_options, &cfg) != 0)
+		return NULL;
+	if ((s = calloc(1, sizeof *s)) == NULL) {
+		cowrun_error("out of memory");
+		return NULL;
+	}
+	s->cfg = cfg;
+	if (context_load(s, context, len) != 0)
+		goto fail;
+	if (index_acc(s) != 0) {
+		cowrun_error("out of memory building the merge state");
+		goto fail;
+	}
+	return s;
+fail:
 	sales_teardown(s);
 	return NULL;
 }
@@ -256,4 +288,6 @@ const struct cowrun_workload cowrun_workload_sales = {
 	.merge = sales_merge,
 	.finish = sales_finish,
 	.teardown = sales_teardown,
+	.merge_context = sales_merge_context,
+	.merge_setup = sales_merge_setup,
 };

@@ -98,6 +98,9 @@ struct sales {
 	int has_categories;
 	struct sales_acc *acc;
 	uint64_t input_hash;    /* --input: hash of the file's bytes (merge context) */
+	uint32_t first_day;     /* day number of day[0] (index_calendar()) */
+	void *context;          /* merge_context()'s bytes (context.c), malloc'd */
+	size_t context_len;
 };
 
 
@@ -110,7 +113,7 @@ struct category {
 extern const struct category categories[NCATEGORIES];
 extern const char *const weekday_name[7];
 
-/* ---- raw data: what the CSV reader or the generator hands to indexing --- */
+/* ---- raw data: what the CSV reader hands to indexing (until csv_load) --- */
 
 struct raw {
 	struct txn *txn;        /* day = day number */
@@ -158,14 +161,25 @@ uint64_t mix64(uint64_t x);
 int csv_load(const char *path, struct sales *s);
 /* Generated data (generate.c). */
 int generate_load(const struct sales_config *cfg, struct sales *s);
-/* The calendar from day number first to last (index.c). */
+/* The calendar from day number first to last; sets s->first_day (index.c). */
 int index_calendar(struct sales *s, uint32_t first, uint32_t last);
+/* The merge accumulator for s->nstores tasks (index.c).  0 or -1 (ENOMEM). */
+int index_acc(struct sales *s);
+
+/* ---- merge without setup (context.c) ---- */
+
+/* Build s->context from the loaded state: 0, or -1 (ENOMEM). */
+int context_build(struct sales *s);
+/* merge_context(): the bytes context_build() made. */
+const void *sales_merge_context(const void *state, size_t *len);
+/* Fill s (cfg already parsed) from a saved context: the stores, the
+ * calendar, the accumulator; no rows.  0, or -1 after one message. */
+int context_load(struct sales *s, const void *bytes, size_t len);
 
 /* Read the CSV at path into raw (csv.c).  Returns 0, or -1 after a message. */
 int csv_read(const char *path, struct raw *raw);
-/* Generate the data set cfg describes into raw (generate.c). */
-int generate(const struct sales_config *cfg, struct raw *raw);
-/* Build every index from raw; the name pool moves over to s (index.c). */
+/* Build every index but the accumulator from raw; the name pool moves
+ * over to s (index.c; only for csv_load's temporary wrapper). */
 int build_index(struct sales *s, struct raw *raw);
 /* Worker: store k's report and totals (report.c). */
 int sales_run(const void *state, size_t k, struct cowrun_task *task);
