@@ -60,8 +60,10 @@ judge() {
 	echo "results: $ok identical, $refused refused, $bad wrong" >&3
 	[ "$bad" -eq 0 ]
 	[ $((ok + refused)) -eq 250 ]
-	# A damaged frame is named by its task and "checksum".
-	read -r at type task len < <(frame_at "$D/s1.res" 1)
+	# A damaged frame is named by its task and "checksum" (frame 0 is the
+	# identity, 1 the merge context, 2 the first task's).
+	read -r at type task len < <(frame_at "$D/s1.res" 2)
+	[ "$type" -eq 1 ]
 	cp "$D/s1.res" "$D/one.res"
 	perl -e 'open F, "+<:raw", $ARGV[0]; seek F, $ARGV[1], 0; read F, my $c, 1;
 		seek F, $ARGV[1], 0; print F chr(ord($c) ^ 1)' "$D/one.res" $((at + 32 + len / 2))
