@@ -3,7 +3,8 @@
 #   make deps       install missing Debian packages (as root; else print the command)
 #   make test       unit tests (cmocka) and CLI tests (bats), one summary line
 #   make demo       the nightly sales batch on built-in synthetic data, then a quick compare
-#   make bench      compare every mode on the built-in workloads (long), then plots
+#   make bench      compare every mode on the built-in workloads (long), then plots;
+#                   compare/bench-setup alone: the serial part (setup, --merge)
 #   make plots      plots/out/ from the latest results/*.csv
 #   make mutants    plant known bugs one at a time; every one must fail a test
 #   make install    prefix=/usr/local DESTDIR=  (GNU's bindir, libdir... too); make uninstall
@@ -168,6 +169,7 @@ BENCH_SELFTEST_ARGS ?= --tasks 200 --work-us 20000
 # it is where more workers than cores pays, so it goes up to -j 32.
 bench: deps all
 	compare/bench-lean
+	compare/bench-setup
 	$(BENCH) --workload sales --timeline results/sales-timeline.csv
 	$(BENCH) --workload average
 	$(BENCH) --workload selftest -- $(BENCH_SELFTEST_ARGS)
