@@ -33,6 +33,7 @@
 #define PART_SIZE   ((size_t)4 << 20)
 #define PART_EXTRA  ((size_t)64 << 10)  /* read past a part for its last line */
 #define REVENUE_MAX (INT64_MAX / 1000)  /* the reports compute part * 1000 */
+#define PAD         16                  /* bytes after a buffer, for the fast path */
 
 /* ---- hash maps: uint32 id -> index, and product name -> index ------------ */
 
@@ -59,6 +60,17 @@ static struct idslot *idmap_find(const struct idmap *m, uint32_t id)
 	while (m->slot[i].id != 0 && m->slot[i].id != id)
 		i = (i + 1) & (m->cap - 1);
 	return &m->slot[i];
+}
+
+/* The value of id, or -1 if absent. */
+static inline int64_t idmap_get(const struct idmap *m, uint32_t id)
+{
+	const struct idslot *slot;
+
+	if (m->cap == 0)
+		return -1;
+	slot = idmap_find(m, id);
+	return slot->id ? (int64_t)slot->val : -1;
 }
 
 /* Room for one more id, keeping the load under one half. */
@@ -175,34 +187,29 @@ static uint64_t name_hash(const char *name, size_t len)
 
 /* The index of product (id, or id 0 and a name); add it on first sight
  * when `add`.  Returns -1 if absent (and not added) or out of memory. */
-static int64_t ptable_index(struct ptable *t, uint32_t id, const char *name,
+static inline int64_t ptable_index(struct ptable *t, uint32_t id, const char *name,
 			    size_t len, int add)
 {
 	int64_t idx;
+	uint64_t h;
+	struct nslot *slot;
 
 	if (id != 0) {
-		struct idslot *slot;
-		if (add && idmap_reserve(&t->ids) != 0)
+		if ((idx = idmap_get(&t->ids, id)) >= 0 || !add)
+			return idx;
+		if (idmap_reserve(&t->ids) != 0 ||
+		    (idx = ptable_append(t, id, NULL, 0)) < 0)
 			return -1;
-		if (t->ids.cap == 0)
-			return -1;
-		slot = idmap_find(&t->ids, id);
-		if (slot->id != 0 || !add)
-			return slot->id ? (int64_t)slot->val : -1;
-		if ((idx = ptable_append(t, id, NULL, 0)) < 0)
-			return -1;
-		*slot = (struct idslot){ id, (uint32_t)idx };
+		*idmap_find(&t->ids, id) = (struct idslot){ id, (uint32_t)idx };
 		t->ids.n++;
 		return idx;
 	}
-	uint64_t h = name_hash(name, len);
-	if (add && namemap_reserve(&t->byname) != 0)
+	h = name_hash(name, len);
+	if (t->byname.cap > 0 && (slot = namemap_find(t, h, name, len))->used)
+		return slot->val;
+	if (!add || namemap_reserve(&t->byname) != 0)
 		return -1;
-	if (t->byname.cap == 0)
-		return -1;
-	struct nslot *slot = namemap_find(t, h, name, len);
-	if (slot->used || !add)
-		return slot->used ? (int64_t)slot->val : -1;
+	slot = namemap_find(t, h, name, len);
 	if ((idx = ptable_append(t, 0, name, len)) < 0)
 		return -1;
 	*slot = (struct nslot){ h, (uint32_t)idx, 1 };
@@ -252,12 +259,19 @@ struct part {
 	struct csv_err err;
 };
 
-/* Per-thread scratch: the part's bytes, a copy of a bad line, a date memo. */
+#define DIRECT_IDS 65536  /* ids below this skip the hash maps */
+#define NONE       UINT32_MAX
+
+/* Per-thread scratch: the part's bytes, a copy of a bad line, a date memo,
+ * and the current part's local index of each small store and product id
+ * (NONE: not seen yet; reset after each part): most CSVs number their
+ * stores and products from 1, and an array beats a hash map per row. */
 struct scratch {
 	char *buf, *line;
 	size_t cap, line_cap;
 	char date[10];
 	uint32_t day;
+	uint32_t *store_at, *prod_at;  /* DIRECT_IDS each */
 };
 
 struct loader {
@@ -356,15 +370,16 @@ static int view_fill(struct view *v, size_t n, struct csv_err *e)
 		v->len = v->L->size - v->off;
 		return 0;
 	}
-	if (n > t->cap) {
-		char *p = realloc(t->buf, n);
+	if (n + PAD > t->cap) {
+		char *p = realloc(t->buf, n + PAD);
 		if (p == NULL)
 			return fail_io(e, E_NOMEM, 0);
 		t->buf = p;
-		t->cap = n;
+		t->cap = n + PAD;
 	}
 	if (read_at(v->L, t->buf + v->len, n - v->len, v->off + v->len, e) != 0)
 		return -1;
+	memset(t->buf + n, '\n', PAD); /* the sentinel the fast path relies on */
 	v->buf = t->buf;
 	v->len = n;
 	return 0;
@@ -547,54 +562,89 @@ static int header_check(struct scratch *t, const char *line, size_t n,
 
 /* ---- parsing a row: the fast path ------------------------------------------- */
 
-/* Digits from *p up to `stop` (or the line's end when stop is 0), at most
- * max.  Accepts only what parse_int() accepts, with the same value. */
-static inline int fast_uint(const char **p, const char *end, char stop,
-			    uint64_t max, uint64_t *out)
+/*
+ * The fast path relies on the bytes after a line: the byte right after it
+ * is no digit and no comma ('\n', '\r', or the sentinel '\n' after the
+ * buffer), and PAD bytes after the buffer may be read, so it reads a
+ * field's first 8 bytes at once and finds its digits without a branch
+ * per byte (field lengths vary from row to row: a loop's exit would
+ * mispredict on every field).  It takes the common shapes only (at most
+ * 9 digits in an id, 7 in a quantity or whole price); the exact parser has
+ * the last word on anything else (leading zeros, say).
+ */
+
+static inline uint64_t load8(const char *p)
+{
+	uint64_t x;
+
+	memcpy(&x, p, 8);
+	return x; /* little-endian: p[0] in the low byte */
+}
+
+/* The digits' values in the 8 bytes at p (d), and how many of them lead
+ * (8: maybe more).  A byte is a digit when (byte ^ '0') < 10; carries
+ * from adding 0x76 only reach bytes after the first non-digit. */
+static inline int lead_digits(const char *p, uint64_t *d)
+{
+	uint64_t nd;
+
+	*d = load8(p) ^ 0x3030303030303030ULL;
+	nd = ((*d + 0x7676767676767676ULL) | *d) & 0x8080808080808080ULL;
+	return nd ? __builtin_ctzll(nd) >> 3 : 8;
+}
+
+/* The value of the first len (1 to 8) digits in d. */
+static inline uint32_t digits_swar(uint64_t d, int len)
+{
+	uint64_t v = d << (64 - 8 * len); /* the digits, after leading zeros */
+
+	v = (v * 10 + (v >> 8)) & 0x00FF00FF00FF00FFULL;
+	v = (v * 100 + (v >> 16)) & 0x0000FFFF0000FFFFULL;
+	return (uint32_t)((v * 10000 + (v >> 32)) & 0xFFFFFFFFULL);
+}
+
+/* 1 to maxdigits (at most 9) digits, then a comma. */
+static inline int fast_uint(const char **p, int maxdigits, uint32_t *out)
 {
 	const char *q = *p;
-	uint64_t v = 0;
+	uint64_t d;
+	int len = lead_digits(q, &d);
 
-	if (q == end || (unsigned)(*q - '0') > 9)
+	if (len == 8) { /* rare: long ids, one byte at a time */
+		uint32_t v = 0;
+		while ((unsigned)(*q - '0') <= 9 && q - *p <= maxdigits)
+			v = v * 10 + (unsigned)(*q++ - '0');
+		len = (int)(q - *p);
+		*out = v;
+	} else if (len > 0) {
+		*out = digits_swar(d, len);
+	}
+	if (len == 0 || len > maxdigits || (*p)[len] != ',')
 		return -1;
-	for (; q < end && (unsigned)(*q - '0') <= 9; q++)
-		if ((v = v * 10 + (unsigned)(*q - '0')) > max)
-			return -1;
-	if (stop ? q == end || *q != stop : q != end)
-		return -1;
-	*p = q + 1;
-	*out = v;
+	*p += len + 1;
 	return 0;
 }
 
-/* A price to the line's end: what parse_price() accepts (up to 15 whole
- * digits, 1 or 2 decimals), else -1. */
+/* A price to the line's end: 1 to 7 whole digits, 1 or 2 decimals. */
 static inline int fast_price(const char *p, const char *end, uint32_t *cents)
 {
-	const char *start = p;
-	uint64_t units = 0, frac = 0;
+	uint64_t d;
+	int len = lead_digits(p, &d);
+	const char *q = p + len;
+	uint32_t units, frac = 0;
 
-	if (p == end || (unsigned)(*p - '0') > 9)
+	if (len == 0 || len > 7 || (units = digits_swar(d, len)) > MAX_PRICE / 100)
 		return -1;
-	for (; p < end && (unsigned)(*p - '0') <= 9; p++)
-		if ((units = units * 10 + (unsigned)(*p - '0')) > MAX_PRICE / 100)
+	if (q < end) {
+		size_t flen = (size_t)(end - q) - 1;
+		if (*q != '.' || flen < 1 || flen > 2 || (unsigned)(q[1] - '0') > 9 ||
+		    (flen == 2 && (unsigned)(q[2] - '0') > 9))
 			return -1;
-	if (p - start >= 16)
-		return -1;
-	if (p < end) {
-		size_t flen = (size_t)(end - p) - 1;
-		if (*p != '.' || flen < 1 || flen > 2)
-			return -1;
-		for (size_t i = 1; i <= flen; i++) {
-			if ((unsigned)(p[i] - '0') > 9)
-				return -1;
-			frac = frac * 10 + (unsigned)(p[i] - '0');
-		}
-		frac *= flen == 1 ? 10 : 1;
+		frac = (unsigned)(q[1] - '0') * 10 + (flen == 2 ? (unsigned)(q[2] - '0') : 0);
 	}
 	if (units * 100 + frac > MAX_PRICE)
 		return -1;
-	*cents = (uint32_t)(units * 100 + frac);
+	*cents = units * 100 + frac;
 	return 0;
 }
 
@@ -638,24 +688,19 @@ static inline int fast_name(const char **p, const char *end, struct row *r)
  * (the exact parser then decides, and names the problem). */
 static int row_fast(struct scratch *t, const char *p, const char *end, struct row *r)
 {
-	uint64_t v;
-
 	if (end - p < 19 || p[10] != ',' || fast_date(t, p, &r->day) != 0)
 		return -1;
 	p += 11;
-	if (fast_uint(&p, end, ',', MAX_ID, &v) != 0 || v == 0)
+	if (fast_uint(&p, 9, &r->store) != 0 || r->store == 0)
 		return -1;
-	r->store = (uint32_t)v;
-	if (p < end && (unsigned)(*p - '0') <= 9) {
-		if (fast_uint(&p, end, ',', MAX_ID, &v) != 0 || v == 0)
+	if ((unsigned)(*p - '0') <= 9) {
+		if (fast_uint(&p, 9, &r->pid) != 0 || r->pid == 0)
 			return -1;
-		r->pid = (uint32_t)v;
 	} else if (p == end || *p == ' ' || fast_name(&p, end, r) != 0) {
 		return -1;
 	}
-	if (fast_uint(&p, end, ',', MAX_QUANTITY, &v) != 0 || v == 0)
+	if (fast_uint(&p, 7, &r->qty) != 0 || r->qty == 0 || r->qty > MAX_QUANTITY)
 		return -1;
-	r->qty = (uint32_t)v;
 	return fast_price(p, end, &r->price);
 }
 
@@ -677,8 +722,32 @@ static int row_parse(struct scratch *t, const char *line, size_t n,
 
 /* ---- scanning a part ------------------------------------------------------- */
 
-typedef int (*row_fn)(struct loader *L, struct part *pt, const struct row *r,
-		      size_t lineno);
+typedef int (*row_fn)(struct loader *L, struct part *pt, struct scratch *t,
+		      const struct row *r, size_t lineno);
+
+/* The thread's direct arrays, all NONE; -1 out of memory. */
+static int direct_init(struct scratch *t, struct csv_err *e)
+{
+	if (t->store_at != NULL)
+		return 0;
+	t->store_at = malloc(2 * DIRECT_IDS * sizeof *t->store_at);
+	if (t->store_at == NULL)
+		return fail_io(e, E_NOMEM, 0);
+	memset(t->store_at, 0xff, 2 * DIRECT_IDS * sizeof *t->store_at);
+	t->prod_at = t->store_at + DIRECT_IDS;
+	return 0;
+}
+
+/* Back to all NONE for the thread's next part. */
+static void direct_reset(struct scratch *t, const struct part *pt)
+{
+	for (size_t j = 0; j < pt->nstores; j++)
+		if (pt->sid[j] < DIRECT_IDS)
+			t->store_at[pt->sid[j]] = NONE;
+	for (size_t j = 0; j < pt->prod.n; j++)
+		if (pt->prod.prod[j].id < DIRECT_IDS)
+			t->prod_at[pt->prod.prod[j].id] = NONE;
+}
 
 /* Parse every line starting in part i, calling fn for each row.  Counts
  * the part's lines into *lines and hashes its bytes into *hash.  Returns
@@ -694,20 +763,57 @@ static int scan_part(struct loader *L, size_t i, unsigned thread, row_fn fn,
 	int rc;
 
 	*lines = 0;
-	if (view_open(L, i, thread, &v, hash, &pt->err) != 0)
+	if (direct_init(&L->tmp[thread], &pt->err) != 0 ||
+	    view_open(L, i, thread, &v, hash, &pt->err) != 0)
 		return -1;
 	while ((rc = view_line(&v, &line, &n, &pt->err)) > 0) {
 		++*lines;
 		if (i == 0 && *lines == 1) {
-			if (header_check(v.tmp, line, n, &pt->err) != 0)
-				return -1;
-			continue;
+			rc = header_check(v.tmp, line, n, &pt->err);
+		} else {
+			rc = row_parse(v.tmp, line, n, &r, &pt->err, *lines);
+			if (rc > 0)
+				rc = fn(L, pt, v.tmp, &r, *lines);
 		}
-		rc = row_parse(v.tmp, line, n, &r, &pt->err, *lines);
-		if (rc < 0 || (rc > 0 && fn(L, pt, &r, *lines) != 0))
-			return -1;
+		if (rc < 0)
+			break;
 	}
-	return rc;
+	direct_reset(v.tmp, pt);
+	return rc < 0 ? -1 : 0;
+}
+
+/* ---- a row's local store and product ---------------------------------------- */
+
+static int64_t part_store(struct part *pt, uint32_t id);
+
+/* The part's index of the row's store; add it on first sight when `add`.
+ * -1 if absent (and not added) or out of memory. */
+static inline int64_t local_store(struct scratch *t, struct part *pt,
+				  uint32_t id, int add)
+{
+	int64_t idx;
+
+	if (id < DIRECT_IDS && t->store_at[id] != NONE)
+		return t->store_at[id];
+	idx = add ? part_store(pt, id) : idmap_get(&pt->stores, id);
+	if (idx >= 0 && id < DIRECT_IDS)
+		t->store_at[id] = (uint32_t)idx;
+	return idx;
+}
+
+/* The same for the row's product. */
+static inline int64_t local_product(struct scratch *t, struct part *pt,
+				    const struct row *r, int add)
+{
+	int direct = r->pid != 0 && r->pid < DIRECT_IDS;
+	int64_t idx;
+
+	if (direct && t->prod_at[r->pid] != NONE)
+		return t->prod_at[r->pid];
+	idx = ptable_index(&pt->prod, r->pid, r->name, r->len, add);
+	if (idx >= 0 && direct)
+		t->prod_at[r->pid] = (uint32_t)idx;
+	return idx;
 }
 
 /* ---- pass 1: per-part tables ------------------------------------------------ */
@@ -715,14 +821,13 @@ static int scan_part(struct loader *L, size_t i, unsigned thread, row_fn fn,
 /* The local index of store id, added on first sight; -1 out of memory. */
 static int64_t part_store(struct part *pt, uint32_t id)
 {
-	struct idslot *slot;
+	int64_t idx = idmap_get(&pt->stores, id);
 	void *p;
 
+	if (idx >= 0)
+		return idx;
 	if (idmap_reserve(&pt->stores) != 0)
 		return -1;
-	slot = idmap_find(&pt->stores, id);
-	if (slot->id != 0)
-		return slot->val;
 	p = grow_array(pt->sid, &pt->scap, pt->nstores + 1, sizeof *pt->sid);
 	if (p == NULL)
 		return -1;
@@ -734,15 +839,16 @@ static int64_t part_store(struct part *pt, uint32_t id)
 	pt->count = p;
 	pt->sid[pt->nstores] = id;
 	pt->count[pt->nstores] = 0;
-	*slot = (struct idslot){ id, (uint32_t)pt->nstores };
+	*idmap_find(&pt->stores, id) = (struct idslot){ id, (uint32_t)pt->nstores };
 	pt->stores.n++;
 	return (int64_t)pt->nstores++;
 }
 
-static int tally(struct loader *L, struct part *pt, const struct row *r, size_t lineno)
+static int tally(struct loader *L, struct part *pt, struct scratch *t,
+		 const struct row *r, size_t lineno)
 {
-	int64_t store = part_store(pt, r->store);
-	int64_t prod = store < 0 ? -1 : ptable_index(&pt->prod, r->pid, r->name, r->len, 1);
+	int64_t store = local_store(t, pt, r->store, 1);
+	int64_t prod = store < 0 ? -1 : local_product(t, pt, r, 1);
 
 	(void)L;
 	if (prod < 0)
@@ -769,10 +875,11 @@ static int pass1_block(void *ctx, size_t i, unsigned thread)
 }
 
 /* The row where the running revenue first passes the limit. */
-static int overflow_row(struct loader *L, struct part *pt, const struct row *r,
-			size_t lineno)
+static int overflow_row(struct loader *L, struct part *pt, struct scratch *t,
+			const struct row *r, size_t lineno)
 {
 	(void)pt;
+	(void)t;
 	L->prefix += (int64_t)r->qty * r->price;
 	if (L->prefix <= REVENUE_MAX)
 		return 0;
@@ -970,21 +1077,21 @@ out:
 
 /* ---- pass 2: every row to its place ----------------------------------------- */
 
-static int place_row(struct loader *L, struct part *pt, const struct row *r,
-		     size_t lineno)
+static int place_row(struct loader *L, struct part *pt, struct scratch *tmp,
+		     const struct row *r, size_t lineno)
 {
 	struct sales *s = L->s;
-	struct idslot *slot = idmap_find(&pt->stores, r->store);
-	int64_t prod = ptable_index(&pt->prod, r->pid, r->name, r->len, 0);
+	int64_t store = local_store(tmp, pt, r->store, 0);
+	int64_t prod = local_product(tmp, pt, r, 0);
 	struct txn t = { r->day - L->first_day, 0, r->qty, r->price };
 
 	(void)lineno;
-	if (slot->id == 0 || prod < 0 || pt->count[slot->val] == 0 ||
+	if (store < 0 || prod < 0 || pt->count[store] == 0 ||
 	    r->day < L->first_day || r->day - L->first_day >= s->ndays)
 		return fail_io(&pt->err, E_CHANGED, 0);
 	t.product = pt->pmap[prod];
-	pt->count[slot->val]--;
-	s->txn[pt->place[slot->val]++] = t;
+	pt->count[store]--;
+	s->txn[pt->place[store]++] = t;
 	return 0;
 }
 
@@ -1016,7 +1123,7 @@ static int read_all(struct loader *L)
 	size_t cap = 0, n = 0;
 
 	for (;;) {
-		if (n == cap) {
+		if (n + PAD >= cap) { /* room for the fast path's sentinel */
 			char *p = realloc(L->mem, cap = cap ? cap * 2 : (size_t)64 << 10);
 			if (p == NULL) {
 				cowrun_error("out of memory reading '%s'", L->path);
@@ -1024,7 +1131,7 @@ static int read_all(struct loader *L)
 			}
 			L->mem = p;
 		}
-		ssize_t r = read(L->fd, L->mem + n, cap - n);
+		ssize_t r = read(L->fd, L->mem + n, cap - n - PAD);
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r < 0) {
@@ -1036,6 +1143,7 @@ static int read_all(struct loader *L)
 		n += (size_t)r;
 	}
 	L->size = n;
+	memset(L->mem + n, '\n', PAD);
 	return 0;
 }
 
@@ -1181,6 +1289,7 @@ static void loader_free(struct loader *L)
 	for (unsigned t = 0; L->tmp && t < cowrun_setup_threads(); t++) {
 		free(L->tmp[t].buf);
 		free(L->tmp[t].line);
+		free(L->tmp[t].store_at);
 	}
 	free(L->part);
 	free(L->tmp);
