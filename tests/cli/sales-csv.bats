@@ -123,3 +123,52 @@ expect_first_error() { # PATTERN
 		PART=$part expect_first_error "cowrun: sales: $T/s.csv:3: bad unit price '$(printf '1%039d' 0)' *"
 	done
 }
+
+# A file that changes between the two passes: a preloaded pread() that
+# alters the first part's bytes on their second read (skipped without cc).
+@test "sales csv: a file changed between the passes is one clear error" {
+	command -v cc >/dev/null || skip "no C compiler for the pread shim"
+	cat >"$T/shim.c" <<'SHIM'
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+/* SHIM_MODE=flip: change a byte; =short: end the file early. */
+ssize_t pread(int fd, void *buf, size_t n, off_t off)
+{
+	static int reads;
+	ssize_t (*real)(int, void *, size_t, off_t) =
+		(ssize_t (*)(int, void *, size_t, off_t))dlsym(RTLD_NEXT, "pread");
+	char link[64], path[4096];
+	ssize_t len;
+	const char *mode = getenv("SHIM_MODE");
+
+	snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+	len = readlink(link, path, sizeof path - 1);
+	path[len > 0 ? len : 0] = '\0';
+	if (off != 0 || len < 5 || strcmp(path + len - 5, "s.csv") != 0 ||
+	    __atomic_add_fetch(&reads, 1, __ATOMIC_SEQ_CST) != 2)
+		return real(fd, buf, n, off);
+	if (strcmp(mode, "short") == 0)
+		return 0;
+	ssize_t r = real(fd, buf, n, off);
+	if (r > 100)
+		((char *)buf)[100] ^= 1;
+	return r;
+}
+SHIM
+	cc -shared -fPIC -o "$T/shim.so" "$T/shim.c" -ldl
+	for mode in flip short; do
+		for j in 1 2; do
+			SHIM_MODE=$mode LD_PRELOAD="$T/shim.so" COWRUN_SALES_CSV_PART=4096 \
+				run --separate-stderr cowrun -o "$T/out" -j $j sales --input "$T/s.csv"
+			[ "$status" -eq 255 ]
+			assert_one_line_error "cowrun: sales: cannot read '$T/s.csv': the file changed while it was read"
+			[ ! -e "$T/out" ]
+		done
+	done
+	# without the shim, the same file loads
+	run_csv ok -j 2
+}
