@@ -928,71 +928,95 @@ static int cmp_u64(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* Every part's place[] for pass 2: stores ascending by id, each store's
- * rows in part order.  Sets s->store_id, nstores, store_off. */
-static int merge_stores(struct loader *L, struct sales *s)
+/* The distinct store ids of all parts in first-appearance order, as keys
+ * (id << 32 | that order) in *key; each part's place[j] = its local store
+ * j's global number.  Returns how many, or -1 out of memory. */
+static int64_t collect_stores(struct loader *L, uint64_t **key)
 {
 	struct idmap map = { 0 };
-	uint64_t *key = NULL;
-	size_t n = 0, cap = 0, *next = NULL;
-	int rc = -1;
+	size_t n = 0, cap = 0;
 
 	for (size_t i = 0; i < L->nparts; i++) {
 		struct part *pt = &L->part[i];
 		pt->place = malloc((pt->nstores + 1) * sizeof *pt->place);
 		if (pt->place == NULL)
-			goto out;
+			goto nomem;
 		for (size_t j = 0; j < pt->nstores; j++) {
 			struct idslot *slot;
 			if (idmap_reserve(&map) != 0)
-				goto out;
+				goto nomem;
 			slot = idmap_find(&map, pt->sid[j]);
 			if (slot->id == 0) {
-				void *p = grow_array(key, &cap, n + 1, sizeof *key);
+				void *p = grow_array(*key, &cap, n + 1, sizeof **key);
 				if (p == NULL)
-					goto out;
-				key = p;
-				key[n] = (uint64_t)pt->sid[j] << 32 | n;
+					goto nomem;
+				*key = p;
+				(*key)[n] = (uint64_t)pt->sid[j] << 32 | n;
 				*slot = (struct idslot){ pt->sid[j], (uint32_t)n++ };
 				map.n++;
 			}
-			pt->place[j] = slot->val; /* the global store, for now */
+			pt->place[j] = slot->val;
 		}
 	}
-	/* sort by id; the low half then says which global store ranks there */
-	qsort(key, n, sizeof *key, cmp_u64);
-	s->store_id = malloc(n * sizeof *s->store_id);
-	s->store_off = calloc(n + 1, sizeof *s->store_off);
-	next = malloc(n * sizeof *next);
-	if (s->store_id == NULL || s->store_off == NULL || next == NULL)
-		goto out;
-	s->nstores = n;
-	for (size_t k = 0; k < n; k++) {
-		s->store_id[k] = (uint32_t)(key[k] >> 32);
-		next[(uint32_t)key[k]] = k; /* global store -> rank */
-	}
+	free(map.slot);
+	return (int64_t)n;
+nomem:
+	free(map.slot);
+	return -1;
+}
+
+/* From global numbers to first row indexes: each store's rows start at
+ * its store_off[], in part order, so each store keeps file order.
+ * rank[global number] = task number; store_off has its counts. */
+static void store_places(struct loader *L, struct sales *s, size_t *rank)
+{
 	for (size_t i = 0; i < L->nparts; i++)
 		for (size_t j = 0; j < L->part[i].nstores; j++) {
 			size_t *g = &L->part[i].place[j];
-			*g = next[*g];
+			*g = rank[*g];
 			s->store_off[*g + 1] += L->part[i].count[j];
 		}
-	for (size_t k = 0; k < n; k++) {
+	for (size_t k = 0; k < s->nstores; k++) {
 		s->store_off[k + 1] += s->store_off[k];
-		next[k] = s->store_off[k];
+		rank[k] = s->store_off[k]; /* now: the next free row per store */
 	}
 	for (size_t i = 0; i < L->nparts; i++)
 		for (size_t j = 0; j < L->part[i].nstores; j++) {
 			size_t *k = &L->part[i].place[j];
-			size_t at = next[*k];
-			next[*k] += L->part[i].count[j];
+			size_t at = rank[*k];
+			rank[*k] += L->part[i].count[j];
 			*k = at;
 		}
+}
+
+/* Every part's place[] for pass 2: stores ascending by id, each store's
+ * rows in part order.  Sets s->store_id, nstores, store_off. */
+static int merge_stores(struct loader *L, struct sales *s)
+{
+	uint64_t *key = NULL;
+	size_t *rank = NULL;
+	int64_t n = collect_stores(L, &key);
+	int rc = -1;
+
+	if (n < 0)
+		goto out;
+	/* sorted by id, the low half says which global store ranks there */
+	qsort(key, (size_t)n, sizeof *key, cmp_u64);
+	s->store_id = malloc((size_t)n * sizeof *s->store_id);
+	s->store_off = calloc((size_t)n + 1, sizeof *s->store_off);
+	rank = malloc((size_t)n * sizeof *rank);
+	if (s->store_id == NULL || s->store_off == NULL || rank == NULL)
+		goto out;
+	s->nstores = (size_t)n;
+	for (size_t k = 0; k < s->nstores; k++) {
+		s->store_id[k] = (uint32_t)(key[k] >> 32);
+		rank[(uint32_t)key[k]] = k;
+	}
+	store_places(L, s, rank);
 	rc = 0;
 out:
-	free(map.slot);
 	free(key);
-	free(next);
+	free(rank);
 	return rc;
 }
 
