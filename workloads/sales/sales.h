@@ -113,26 +113,6 @@ struct category {
 extern const struct category categories[NCATEGORIES];
 extern const char *const weekday_name[7];
 
-/* ---- raw data: what the CSV reader hands to indexing (until csv_load) --- */
-
-struct raw {
-	struct txn *txn;        /* day = day number */
-	uint32_t *store;        /* per row: index into store_id[] */
-	size_t n, txn_cap, store_cap;
-	uint32_t *store_id;     /* distinct ids, first-appearance order */
-	size_t nstores, id_cap;
-	struct product *product;
-	size_t nproducts, product_cap;
-	char *names;
-	size_t names_len, names_cap;
-	uint32_t first_day, last_day; /* day numbers the calendar covers */
-};
-
-void raw_free(struct raw *raw);
-int raw_reserve(struct raw *raw, size_t rows);
-int64_t raw_add_store(struct raw *raw, uint32_t id);
-int64_t raw_add_product(struct raw *raw, uint32_t id, const char *name, size_t len);
-
 /* ---- helpers (util.c) ---- */
 int64_t day_zero(void);
 uint32_t day_number(int y, unsigned m, unsigned d);
@@ -176,11 +156,6 @@ const void *sales_merge_context(const void *state, size_t *len);
  * calendar, the accumulator; no rows.  0, or -1 after one message. */
 int context_load(struct sales *s, const void *bytes, size_t len);
 
-/* Read the CSV at path into raw (csv.c).  Returns 0, or -1 after a message. */
-int csv_read(const char *path, struct raw *raw);
-/* Build every index but the accumulator from raw; the name pool moves
- * over to s (index.c; only for csv_load's temporary wrapper). */
-int build_index(struct sales *s, struct raw *raw);
 /* Worker: store k's report and totals (report.c). */
 int sales_run(const void *state, size_t k, struct cowrun_task *task);
 /* Frees everything setup built (sales.c). */
