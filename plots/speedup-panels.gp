@@ -11,12 +11,12 @@ if (two) {
 set ylabel "speedup (serial median wall time / median wall time)"
 if (bars) {
 	plot ideal(x) title ideal_title(cores) with lines dt 2 lw 1.5 lc rgb "#999999", \
-		(dofit ? S(x) : NaN) title (dofit ? fit_title : "") with lines dt 4 lw 2 lc rgb mode_color("fork"), \
+		(dofit && x <= cores ? S(x) : NaN) title (dofit ? fit_title : "") with lines dt 4 lw 2 lc rgb mode_color("fork"), \
 		for [i=1:words(modes)] data index i using 2:7:8:9 with yerrorlines lw 2 \
 			pt mode_point(word(modes, i)) lc rgb mode_color(word(modes, i)) title word(modes, i)
 } else {
 	plot ideal(x) title ideal_title(cores) with lines, \
-		(dofit ? S(x) : NaN) title (dofit ? fit_title : "") with lines, \
+		(dofit && x <= cores ? S(x) : NaN) title (dofit ? fit_title : "") with lines, \
 		for [i=1:words(modes)] data index i using 2:7 with linespoints title word(modes, i)
 }
 if (two) {
