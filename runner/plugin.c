@@ -98,33 +98,26 @@ static const char *missing_member(const struct cowrun_workload *w)
 /* The members ABI 1 had: all of them up to teardown. */
 #define ABI1_SIZE (offsetof(struct cowrun_workload, teardown) + sizeof(void (*)(void *)))
 
-/* An ABI 1 plugin's struct is a prefix of today's: copy it into a whole
- * one whose ABI 2 members are absent, never reading past its end.  NULL
- * if memory ran out.  Lives as long as the process, as the library does. */
-static const struct cowrun_workload *widen_abi1(const struct cowrun_workload *old)
-{
-	struct cowrun_workload *w = calloc(1, sizeof *w);
-
-	if (w != NULL)
-		memcpy(w, old, ABI1_SIZE);
-	return w;
-}
+/* An ABI 1 plugin's struct is a prefix of today's: copied into a whole
+ * one whose ABI 2 members are absent, never reading past its end.  One
+ * plugin is loaded per run, and it lives as long as the process. */
+static struct cowrun_workload widened_abi1;
 
 /* The plugin's workload as this cowrun reads it: its own struct (this
- * ABI), a widened copy (ABI 1), or NULL after a message. */
+ * ABI), the widened copy (ABI 1), or NULL after a message. */
 static const struct cowrun_workload *accept_abi(const struct cowrun_workload *w,
 						const char *path, const char *context)
 {
-	const struct cowrun_workload *ok = NULL;
-
 	if (w->abi_version == COWRUN_ABI_VERSION)
-		ok = w;
-	else if (w->abi_version == 1 && (ok = widen_abi1(w)) == NULL)
-		warnx_("%s: cannot load '%s': %s", context, path, strerror(ENOMEM));
-	else if (w->abi_version != 1)
-		warnx_("%s: '%s' was built for workload ABI %d, this cowrun has ABI %d (and reads 1): rebuild it against this cowrun.h",
-		       context, path, w->abi_version, COWRUN_ABI_VERSION);
-	return ok;
+		return w;
+	if (w->abi_version == 1) {
+		memset(&widened_abi1, 0, sizeof widened_abi1);
+		memcpy(&widened_abi1, w, ABI1_SIZE);
+		return &widened_abi1;
+	}
+	warnx_("%s: '%s' was built for workload ABI %d, this cowrun has ABI %d (and reads 1): rebuild it against this cowrun.h",
+	       context, path, w->abi_version, COWRUN_ABI_VERSION);
+	return NULL;
 }
 
 const struct cowrun_workload *plugin_load(const char *path, const char *context)
@@ -143,7 +136,7 @@ const struct cowrun_workload *plugin_load(const char *path, const char *context)
 		warnx_("%s: cannot load '%s': %s", context, path, dlerror());
 		return NULL;
 	}
-	const struct cowrun_workload *symbol = dlsym(handle, "cowrun_workload"), *w = symbol;
+	const struct cowrun_workload *w = dlsym(handle, "cowrun_workload");
 	const char *missing;
 	if (w == NULL)
 		warnx_("%s: '%s' exports no 'cowrun_workload' symbol: not a cowrun workload", context, path);
@@ -153,8 +146,6 @@ const struct cowrun_workload *plugin_load(const char *path, const char *context)
 		warnx_("%s: '%s' defines no %s", context, path, missing);
 	else
 		return w;
-	if (w != symbol)
-		free((void *)w);
 	dlclose(handle);
 	return NULL;
 }
