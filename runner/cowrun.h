@@ -33,8 +33,8 @@
 /* Bumped whenever this header changes; a loaded plugin built for another
  * value is refused, except ABI 1: its struct is a prefix of today's, and
  * the members ABI 2 added (merge_context, merge_setup) count as absent.
- * ABI 2 added cowrun_parallel(), cowrun_setup_threads(), cowrun_hash64()
- * and those two members. */
+ * ABI 2 added cowrun_parallel(), cowrun_setup_threads(), cowrun_hash64(),
+ * cowrun_fmt_count() and those two members. */
 #define COWRUN_ABI_VERSION 2
 
 /* Workload flags. */
@@ -147,6 +147,11 @@ int cowrun_parallel(size_t nblocks, cowrun_block_fn fn, void *ctx);
 uint64_t cowrun_hash64(const void *data, size_t len, uint64_t seed);
 
 /* ---- what a workload calls ------------------------------------------- */
+
+/* v with thousands separators, "-1,234,567", into buf (32 bytes always
+ * fit), locale-free, so reports are byte-identical everywhere.  Returns
+ * buf.  (ABI 2.) */
+const char *cowrun_fmt_count(char *buf, size_t size, int64_t v);
 
 /*
  * Print "cowrun: WORKLOAD: <message>" on stderr.  For setup(), merge() and

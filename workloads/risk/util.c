@@ -26,26 +26,9 @@ double *risk_doubles(size_t n)
 /* "-1,234,567" from v rounded to a whole unit, into buf (NUMBUF bytes). */
 const char *risk_fmt_amount(char *buf, double v)
 {
-	char tmp[NUMBUF];
-	long long r = llround(v);
-	unsigned long long u = r < 0 ? -(unsigned long long)r : (unsigned long long)r;
-	int n = 0, digits = 0;
-
 	if (!isfinite(v) || fabs(v) > 9e18)
 		return strcpy(buf, "-");
-	do {
-		if (digits > 0 && digits % 3 == 0)
-			tmp[n++] = ',';
-		tmp[n++] = (char)('0' + u % 10);
-		u /= 10;
-		digits++;
-	} while (u > 0);
-	if (r < 0)
-		tmp[n++] = '-';
-	for (int i = 0; i < n; i++)
-		buf[i] = tmp[n - 1 - i];
-	buf[n] = '\0';
-	return buf;
+	return cowrun_fmt_count(buf, NUMBUF, llround(v));
 }
 
 /* "12.34%" of part in whole, into buf. */

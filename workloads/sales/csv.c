@@ -1326,18 +1326,7 @@ static void loader_free(struct loader *L)
  * space, as it keeps every allocation until exit). */
 static void unload(struct sales *s)
 {
-	free(s->store_off);
-	free(s->store_id);
-	free(s->product);
-	free(s->names);
-	free(s->day);
-	free(s->month);
-	s->store_off = NULL;
-	s->store_id = NULL;
-	s->product = NULL;
-	s->names = NULL;
-	s->day = NULL;
-	s->month = NULL;
+	sales_free_tables(s);
 	s->txn = NULL;
 	s->nstores = s->nproducts = s->ntxn = s->txn_bytes = s->ndays = s->nmonths = 0;
 }

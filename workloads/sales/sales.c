@@ -52,18 +52,29 @@ static const struct cowrun_option sales_options[] = {
 /* ---- setup and teardown (parent) ---------------------------------------- */
 
 /* Frees everything setup built (NULL or half-built is fine). */
-void sales_teardown(void *state)
+void sales_free_tables(struct sales *s)
 {
-	struct sales *s = state;
-
-	if (s == NULL)
-		return;
 	free(s->store_off);
 	free(s->store_id);
 	free(s->product);
 	free(s->names);
 	free(s->day);
 	free(s->month);
+	s->store_off = NULL;
+	s->store_id = NULL;
+	s->product = NULL;
+	s->names = NULL;
+	s->day = NULL;
+	s->month = NULL;
+}
+
+void sales_teardown(void *state)
+{
+	struct sales *s = state;
+
+	if (s == NULL)
+		return;
+	sales_free_tables(s);
 	free(s->context);
 	if (s->acc) {
 		free(s->acc->result);
@@ -73,12 +84,8 @@ void sales_teardown(void *state)
 	free(s);
 }
 
-/* Parent, once: parse the options, read or generate the sales straight
- * into their indexes (on the setup threads), then the merge accumulator
- * and the merge context.  Returns the state (freed by sales_teardown), or
- * NULL after one line on stderr saying what failed; nothing is left
- * allocated then (but the arena, which the runner frees). */
-static void *sales_setup(int argc, char **argv)
+/* An empty state holding the parsed options, or NULL after one line. */
+static struct sales *new_state(int argc, char **argv)
 {
 	struct sales_config cfg = sales_defaults;
 	struct sales *s;
@@ -90,7 +97,21 @@ static void *sales_setup(int argc, char **argv)
 		return NULL;
 	}
 	s->cfg = cfg;
-	if ((cfg.input ? csv_load(cfg.input, s) : generate_load(&cfg, s)) != 0)
+	return s;
+}
+
+/* Parent, once: parse the options, read or generate the sales straight
+ * into their indexes (on the setup threads), then the merge accumulator
+ * and the merge context.  Returns the state (freed by sales_teardown), or
+ * NULL after one line on stderr saying what failed; nothing is left
+ * allocated then (but the arena, which the runner frees). */
+static void *sales_setup(int argc, char **argv)
+{
+	struct sales *s = new_state(argc, argv);
+
+	if (s == NULL)
+		return NULL;
+	if ((s->cfg.input ? csv_load(s->cfg.input, s) : generate_load(&s->cfg, s)) != 0)
 		goto fail;
 	if (index_acc(s) != 0 || context_build(s) != 0) {
 		cowrun_error("out of memory indexing %zu transactions", s->ntxn);
@@ -107,16 +128,10 @@ fail:
  * NULL after one line on stderr. */
 static void *sales_merge_setup(int argc, char **argv, const void *context, size_t len)
 {
-	struct sales_config cfg = sales_defaults;
-	struct sales *s;
+	struct sales *s = new_state(argc, argv);
 
-	if (cowrun_parse_options(argc, argv, sales_options, &cfg) != 0)
+	if (s == NULL)
 		return NULL;
-	if ((s = calloc(1, sizeof *s)) == NULL) {
-		cowrun_error("out of memory");
-		return NULL;
-	}
-	s->cfg = cfg;
 	if (context_load(s, context, len) != 0)
 		goto fail;
 	if (index_acc(s) != 0) {

@@ -158,6 +158,9 @@ int context_load(struct sales *s, const void *bytes, size_t len);
 
 /* Worker: store k's report and totals (report.c). */
 int sales_run(const void *state, size_t k, struct cowrun_task *task);
+/* Frees the tables a loader built and forgets them (sales.c): what a
+ * failed load leaves behind. */
+void sales_free_tables(struct sales *s);
 /* Frees everything setup built (sales.c). */
 void sales_teardown(void *state);
 

@@ -180,23 +180,7 @@ void *grow_array(void *p, size_t *cap, size_t need, size_t size)
 /* "1,234,567" into buf (NUMBUF bytes). */
 const char *fmt_count(char *buf, int64_t v)
 {
-	char tmp[NUMBUF];
-	uint64_t u = v < 0 ? -(uint64_t)v : (uint64_t)v;
-	int n = 0, digits = 0;
-
-	do {
-		if (digits > 0 && digits % 3 == 0)
-			tmp[n++] = ',';
-		tmp[n++] = (char)('0' + u % 10);
-		u /= 10;
-		digits++;
-	} while (u > 0);
-	if (v < 0)
-		tmp[n++] = '-';
-	for (int i = 0; i < n; i++)
-		buf[i] = tmp[n - 1 - i];
-	buf[n] = '\0';
-	return buf;
+	return cowrun_fmt_count(buf, NUMBUF, v);
 }
 
 /* "$1,234.56" into buf (NUMBUF bytes). */
@@ -205,7 +189,7 @@ const char *fmt_money(char *buf, int64_t cents)
 	char whole[32]; /* 19 digits and 6 commas at most */
 	uint64_t u = cents < 0 ? -(uint64_t)cents : (uint64_t)cents;
 
-	fmt_count(whole, (int64_t)(u / 100));
+	cowrun_fmt_count(whole, sizeof whole, (int64_t)(u / 100));
 	snprintf(buf, NUMBUF, "%s$%s.%02u", cents < 0 ? "-" : "", whole,
 		 (unsigned)(u % 100));
 	return buf;
