@@ -160,7 +160,7 @@ int merge_setup_state(const struct cowrun_workload *w, const char *const *paths,
 		      int argc, char **argv, void **state)
 {
 	char first[PATH_MAX];
-	struct results_context context;
+	struct results_context context = { NULL, 0 };
 
 	*state = NULL;
 	if (npaths == 0 || first_results_file(paths[0], first, sizeof first) != 0 ||

@@ -486,7 +486,8 @@ out:
 /* results_read_context(): the first two frames of a file. */
 struct context_peek {
 	uint64_t frames;
-	struct results_context *out;
+	void *bytes;   /* a copy of the context's, malloc'd */
+	size_t len;
 };
 
 static int peek_context(void *ctx, const struct wire_frame *f)
@@ -496,12 +497,9 @@ static int peek_context(void *ctx, const struct wire_frame *f)
 	if (p->frames++ == 0)
 		return f->type == WIRE_IDENTITY && f->length >= strlen(RESULTS_MAGIC_LINE) &&
 		       memcmp(f->payload, RESULTS_MAGIC_LINE, strlen(RESULTS_MAGIC_LINE)) == 0 ? 0 : -1;
-	if (f->type == WIRE_CONTEXT) {
-		void *copy = malloc(f->length ? f->length : 1);
-		if (copy != NULL) {
-			memcpy(copy, f->payload, f->length);
-			*p->out = (struct results_context){ copy, f->length };
-		}
+	if (f->type == WIRE_CONTEXT && (p->bytes = malloc(f->length ? f->length : 1)) != NULL) {
+		memcpy(p->bytes, f->payload, f->length);
+		p->len = f->length;
 	}
 	return -1; /* the second frame is all it needs */
 }
@@ -509,10 +507,9 @@ static int peek_context(void *ctx, const struct wire_frame *f)
 int results_read_context(const char *path, struct results_context *context)
 {
 	struct wire_reader r;
-	struct context_peek p = { 0, context };
+	struct context_peek p = { 0, NULL, 0 };
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 
-	*context = (struct results_context){ NULL, 0 };
 	if (fd < 0)
 		return -1;
 	if (wire_reader_init(&r, 1 << 16) == 0) {
@@ -522,7 +519,8 @@ int results_read_context(const char *path, struct results_context *context)
 		wire_reader_free(&r);
 	}
 	close(fd);
-	return context->bytes ? 0 : -1;
+	*context = (struct results_context){ p.bytes, p.len };
+	return p.bytes ? 0 : -1;
 }
 
 /* ---- the journal ---- */
