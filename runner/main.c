@@ -53,6 +53,7 @@ struct cli {
 	const char *outdir;
 	int verbose;
 	int show_version;         /* --version (with -v: what a merge needs) */
+	int check_args;           /* --check-args: parse the workload's options only */
 	struct selection selection;
 	const char *save_path;    /* --save-results */
 	const char *timeline_path;
@@ -86,7 +87,8 @@ static void usage(FILE *out)
 "\n"
 "Options:\n"
 "  -j, --jobs N        workers: N, N%% of the CPUs, +N or -N relative to the\n"
-"                      CPU count, 0 for one per task (default: the CPU count)\n"
+"                      CPU count, 0 for one per task (default: the CPUs this\n"
+"                      run may use: affinity, cgroup quota, SLURM_CPUS_PER_TASK)\n"
 "  -m, --mode MODE     fork (default): forked workers after setup;\n"
 "                      omp: OpenMP threads in this process;\n"
 "                      serial: every task in this process, the reference\n"
@@ -117,6 +119,8 @@ static void usage(FILE *out)
 "                      against cowrun.h, instead of a WORKLOAD name: the\n"
 "                      last runner option; what follows is the workload's\n"
 "      --list          list the built-in workloads\n"
+"      --check-args    only check that the workload exists and its options\n"
+"                      parse (no setup, no task): exit 0, or 255 and why\n"
 "  -v, --verbose       report setup time, workers and fork time on stderr\n"
 "  -h, --help          show this help\n"
 "  -V, --version       show the version; with -v also the results format and\n"
@@ -321,6 +325,7 @@ static int parse_cli(int argc, char **argv, struct cli *cli)
 		{ "stats", required_argument, NULL, 'P' },
 		{ "workload", required_argument, NULL, 'W' },
 		{ "list", no_argument, NULL, 'l' },
+		{ "check-args", no_argument, NULL, 'A' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
@@ -344,6 +349,7 @@ static int parse_cli(int argc, char **argv, struct cli *cli)
 		case 'l': registry_list(stdout); return -1;
 		case 'h': usage(stdout); return -1;
 		case 'V': cli->show_version = 1; break;
+		case 'A': cli->check_args = 1; break;
 		case ':':
 			warnx_("option '%s' needs a value", argv[optind - 1]);
 			return EXIT_USAGE;
@@ -693,6 +699,8 @@ int main(int argc, char **argv)
 		options_print_help(cli.workload, stdout);
 		return stdout_written();
 	}
+	if (cli.check_args)
+		return options_check(cli.workload, cli.wargc, cli.wargv) == 0 ? 0 : EXIT_USAGE;
 	if (check_side_files(&cli, &files) != 0 ||
 	    sidefiles_lock(&files, cli.resume ? cli.workload->name : NULL) != 0)
 		return EXIT_USAGE;

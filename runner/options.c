@@ -7,6 +7,7 @@
 #include "util.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const struct cowrun_option *find_option(const struct cowrun_option *opts,
@@ -103,6 +104,39 @@ int cowrun_parse_options(int argc, char **argv,
 			return -1;
 	}
 	return 0;
+}
+
+/* Bytes of a config struct the table writes: its last field's end. */
+static size_t config_size(const struct cowrun_option *opts)
+{
+	size_t size = 0;
+
+	for (const struct cowrun_option *o = opts; o->type != COWRUN_OPT_END; o++) {
+		size_t field = o->type == COWRUN_OPT_INT ? sizeof(long long)
+			: o->type == COWRUN_OPT_DOUBLE ? sizeof(double)
+			: o->type == COWRUN_OPT_STRING ? sizeof(const char *) : sizeof(int);
+		if (o->offset + field > size)
+			size = o->offset + field;
+	}
+	return size;
+}
+
+int options_check(const struct cowrun_workload *w, int argc, char **argv)
+{
+	if (w->options == NULL)
+		return 0;
+	size_t size = config_size(w->options);
+	void *config = calloc(1, size ? size : 1);
+	if (config == NULL) {
+		cowrun_error("out of memory");
+		return -1;
+	}
+	/* The defaults struct holds every field the table names. */
+	if (w->defaults != NULL && size > 0)
+		memcpy(config, w->defaults, size);
+	int rc = cowrun_parse_options(argc, argv, w->options, config);
+	free(config);
+	return rc;
 }
 
 int options_want_help(int argc, char **argv)

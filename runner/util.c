@@ -267,16 +267,6 @@ const char *host_tag(void)
 	return tag;
 }
 
-int cpu_count(void)
-{
-	cpu_set_t set;
-
-	if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
-		return CPU_COUNT(&set);
-	long n = sysconf(_SC_NPROCESSORS_ONLN);
-	return n > 0 ? (int)n : 1;
-}
-
 int hold_standard_fds(void)
 {
 	int closed = 0;

@@ -52,7 +52,9 @@ char *describe_wait_status(int status, char *buf, size_t size);
  * buffer, filled on the first call (make it before forking threads). */
 const char *host_tag(void);
 
-/* Number of CPUs this process may run on (sched_getaffinity), at least 1. */
+/* CPUs this run may use, at least 1 (cpus.c): the smallest of the
+ * affinity mask, the cgroup's CPU quota (rounded up) and
+ * SLURM_CPUS_PER_TASK.  Counted once. */
 int cpu_count(void);
 
 /* Open /dev/null on any of descriptors 0, 1 and 2 that is closed, so no

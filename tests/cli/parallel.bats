@@ -105,3 +105,68 @@ PY
 	[ "$status" -eq 255 ]
 	assert_one_line_error "cowrun: merge: '$BATS_TEST_TMPDIR/legacy.res' was saved by 'legacy --branches 2 (2 tasks)', not by this run's 'selftest --tasks 4 (4 tasks)'"
 }
+
+@test "default -j: SLURM_CPUS_PER_TASK caps it (task/none sets no affinity), garbage is ignored" {
+	run --separate-stderr env SLURM_CPUS_PER_TASK=1 "$REAPER" "$COWRUN" -v -o "$BATS_TEST_TMPDIR/o" selftest --tasks 4
+	[ "$status" -eq 0 ]
+	[[ "$stderr" == *"4 tasks, 1 setup thread"* ]]
+	[[ "$stderr" == *"fork: 1 workers on 1 CPUs"* ]]
+	cpus=$(nproc)
+	for value in 4096 abc 0 -2; do
+		run --separate-stderr env SLURM_CPUS_PER_TASK=$value "$REAPER" "$COWRUN" -v -o "$BATS_TEST_TMPDIR/o" selftest --tasks 64
+		[ "$status" -eq 0 ]
+		[[ "$stderr" == *"fork: $cpus workers on $cpus CPUs"* ]]
+	done
+}
+
+# fake_cgroup ROOT QUOTA PERIOD: a cgroup tree under ROOT where this
+# process's own cgroup (as /proc/self/cgroup names it, v1 and v2 alike)
+# has a CPU quota of QUOTA per PERIOD.
+fake_cgroup() {
+	local root=$1 quota=$2 period=$3 controllers dir
+	while IFS=: read -r _ controllers dir; do
+		if [ -z "$controllers" ]; then
+			mkdir -p "$root$dir"
+			echo "$quota $period" >"$root${dir%/}/cpu.max"
+		elif [[ ",$controllers," == *,cpu,* ]]; then
+			mkdir -p "$root/$controllers$dir"
+			echo "$quota" >"$root/$controllers${dir%/}/cpu.cfs_quota_us"
+			echo "$period" >"$root/$controllers${dir%/}/cpu.cfs_period_us"
+		fi
+	done </proc/self/cgroup
+}
+
+@test "default -j: a cgroup CPU quota caps it, rounded up (v1 and v2 files)" {
+	[ "$(nproc)" -ge 2 ] || skip "needs 2 CPUs to see a cap of 1"
+	fake_cgroup "$BATS_TEST_TMPDIR/cg1" 50000 100000
+	run --separate-stderr env COWRUN_CGROUP_ROOT="$BATS_TEST_TMPDIR/cg1" "$REAPER" "$COWRUN" -v -o "$BATS_TEST_TMPDIR/o" selftest --tasks 4
+	[ "$status" -eq 0 ]
+	[[ "$stderr" == *"fork: 1 workers on 1 CPUs"* ]]
+	# 1.5 CPUs' worth is 2; "max" is no quota.
+	fake_cgroup "$BATS_TEST_TMPDIR/cg2" 150000 100000
+	run --separate-stderr env COWRUN_CGROUP_ROOT="$BATS_TEST_TMPDIR/cg2" "$REAPER" "$COWRUN" -v -o "$BATS_TEST_TMPDIR/o" selftest --tasks 4
+	[[ "$stderr" == *"fork: 2 workers on 2 CPUs"* ]]
+	fake_cgroup "$BATS_TEST_TMPDIR/cg3" max 100000
+	run --separate-stderr env COWRUN_CGROUP_ROOT="$BATS_TEST_TMPDIR/cg3" "$REAPER" "$COWRUN" -v -o "$BATS_TEST_TMPDIR/o" selftest --tasks 64
+	[[ "$stderr" == *"fork: $(nproc) workers on $(nproc) CPUs"* ]]
+}
+
+@test "--check-args: the workload's options parse, nothing else runs or is written" {
+	cd "$BATS_TEST_TMPDIR"
+	run --separate-stderr cowrun --check-args --joblog log --save-results s.res sales --rows 100 --input /nonexistent
+	[ "$status" -eq 0 ]
+	[ -z "$output" ] && [ -z "$stderr" ]
+	[ ! -e log ] && [ ! -e s.res ] && [ ! -e out ]
+	run --separate-stderr cowrun --check-args sales --rows 0
+	[ "$status" -eq 255 ]
+	assert_one_line_error "cowrun: sales: --rows: '0' is out of range (1 to 100000000)"
+	run --separate-stderr cowrun --check-args sales --nosuch
+	[ "$status" -eq 255 ]
+	[ "$(printf '%s\n' "$stderr" | grep -c .)" -eq 1 ]
+	run --separate-stderr cowrun --check-args nosuch
+	[ "$status" -eq 255 ]
+	assert_one_line_error "cowrun: unknown workload 'nosuch' (see cowrun --list)"
+	run --separate-stderr cowrun --check-args risk --assets 0
+	[ "$status" -eq 255 ]
+	[[ "$stderr" == "cowrun: risk: --assets: "* ]]
+}
