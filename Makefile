@@ -36,8 +36,11 @@ DEB_BUILD = gcc libc6-dev make pkg-config libxxhash-dev
 #   risk.so, the bundled risk workload: LAPACK (Cholesky) and OpenBLAS
 DEB_BUNDLED = liblapacke-dev libopenblas-dev
 #   tests: cmocka (unit), bats (CLI), a loopback sshd and ssh (cowrun-cluster),
-#     strace (how report files are written)
-DEB_TEST = libcmocka-dev bats openssh-server openssh-client strace
+#     strace (how report files are written); a one-node Slurm of the test's
+#     own (tests/helpers/slurm-loopback: munged, slurmctld, slurmd and the
+#     clients, for cowrun-cluster --slurm)
+DEB_TEST = libcmocka-dev bats openssh-server openssh-client strace \
+	slurmctld slurmd slurm-client munge
 #   the GNU Parallel modes (compare, cowrun-cluster); plots (gnuplot, and
 #   the DejaVu font they name); benchmarks (hyperfine; GNU time for peak
 #   RSS); the man page (help2man)
@@ -196,6 +199,7 @@ install: all build/cowrun.1
 		$(DESTDIR)$(mandir)/man1 $(DESTDIR)$(workloaddir)
 	install -m 755 bin/cowrun $(DESTDIR)$(bindir)/cowrun
 	install -m 755 cluster/cowrun-cluster $(DESTDIR)$(bindir)/cowrun-cluster
+	install -m 755 cluster/cowrun-cluster-slurm $(DESTDIR)$(bindir)/cowrun-cluster-slurm
 	install -m 644 $(BUNDLED) $(DESTDIR)$(workloaddir)
 	install -m 644 runner/cowrun.h $(DESTDIR)$(includedir)/cowrun.h
 	sed -e 's|@prefix@|$(prefix)|' -e 's|@includedir@|$(includedir)|' \

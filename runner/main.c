@@ -536,7 +536,7 @@ static void note_temporary_files(const struct sidefiles *files)
 
 /* The task phase, with its side files.  Returns the exit status. */
 static int execute_here(const struct cli *cli, struct batch *b, struct sidefiles *files,
-			const char *identity, long long journal_keep)
+			const char *identity, long long journal_keep, const struct resume_state *resume)
 {
 	/* Checks first, then sidefiles_open()'s order: a refused run leaves
 	 * no output directory and no earlier joblog destroyed. */
@@ -544,6 +544,14 @@ static int execute_here(const struct cli *cli, struct batch *b, struct sidefiles
 	    sidefiles_open(files, b, identity, journal_keep, outdir_make, b) != 0)
 		return EXIT_USAGE;
 	note_temporary_files(files);
+	/* --resume with --save-results: the journal's outcomes go into the
+	 * saved results too (they are taken once saving is wired), so that
+	 * they hold the whole selection, as an uninterrupted run's do. */
+	if (resume && resume_apply(resume, cli->resume == 2, b) != 0) {
+		warnx_("out of memory for %zu tasks", b->ntasks);
+		sidefiles_close(files, b, 0);
+		return EXIT_RUNNER_ERROR;
+	}
 	progress_init(&b->progress, cli->bar, batch_count(b));
 	int saved_stdout = taskout_begin();
 	b->started_ns = now_ns();
@@ -567,7 +575,7 @@ static int execute_here(const struct cli *cli, struct batch *b, struct sidefiles
  * (watchdog.h): a task that ends its process is then named, exit 254.
  * Fork mode's workers are watched by the pool itself. */
 static int execute(const struct cli *cli, struct batch *b, struct sidefiles *files,
-		   const char *identity, long long journal_keep)
+		   const char *identity, long long journal_keep, const struct resume_state *resume)
 {
 	int status;
 
@@ -580,7 +588,7 @@ static int execute(const struct cli *cli, struct batch *b, struct sidefiles *fil
 			return status;
 		}
 	}
-	status = execute_here(cli, b, files, identity, journal_keep);
+	status = execute_here(cli, b, files, identity, journal_keep, resume);
 	watchdog_done();
 	return status;
 }
@@ -626,7 +634,11 @@ static int run_batch(const struct cli *cli, struct batch *b, struct sidefiles *f
 		goto out;
 	if (choose_tasks(cli, b, &resume, &selected) != 0)
 		goto out;
-	if (batch_init(b) != 0 || (cli->resume && resume_apply(&resume, cli->resume == 2, b) != 0)) {
+	/* Saving: the journal's outcomes are applied once the saved results
+	 * are open (execute_here); merging: now. */
+	int save_resumed = cli->resume && cli->save_path != NULL;
+	if (batch_init(b) != 0 ||
+	    (cli->resume && !save_resumed && resume_apply(&resume, cli->resume == 2, b) != 0)) {
 		warnx_("out of memory for %zu tasks", b->ntasks);
 		goto out;
 	}
@@ -634,7 +646,8 @@ static int run_batch(const struct cli *cli, struct batch *b, struct sidefiles *f
 		rc = merge_load(b, cli->merge_paths, cli->nmerge, identity) != 0 ? EXIT_USAGE
 							: exit_status(b, finish_batch(b) != 0);
 	else
-		rc = execute(cli, b, files, identity, resume.journal_found ? resume.keep : 0);
+		rc = execute(cli, b, files, identity, resume.journal_found ? resume.keep : 0,
+			     save_resumed ? &resume : NULL);
 out:
 	resume_free(&resume);
 	free(selected);

@@ -1,0 +1,175 @@
+#!/usr/bin/env bats
+# cowrun-cluster --slurm (cluster/cowrun-cluster-slurm) against a real Slurm:
+# tests/helpers/slurm-loopback starts munged, slurmctld and slurmd of this
+# file's own (one node, this machine) and stops them by pid afterwards.
+# Every batch is compared with the same batch run here by cowrun directly.
+# Where Slurm cannot run (not root, packages missing), the tests say why and
+# are skipped.
+
+load helpers
+
+CLUSTER="$ROOT/cluster/cowrun-cluster"
+LOOPBACK="$ROOT/tests/helpers/slurm-loopback"
+SELF=(selftest --tasks 40 --sleep-ms 40)
+
+setup_file() {
+	export SLURM_DIR="$BATS_FILE_TMPDIR/slurm" SLURM_SKIP=''
+	local out rc=0
+	out=$("$LOOPBACK" start "$SLURM_DIR" 2>&1) || rc=$?
+	if [ $rc -eq 2 ]; then
+		SLURM_SKIP=${out#slurm-loopback: }
+		return 0
+	fi
+	[ $rc -eq 0 ] || { echo "slurm-loopback failed: $out" >&2; return 1; }
+	export SLURM_CONF=${out##*$'\n'}
+}
+
+teardown_file() {
+	"$LOOPBACK" stop "$SLURM_DIR"
+}
+
+need_slurm() {
+	[ -z "$SLURM_SKIP" ] || skip "$SLURM_SKIP"
+}
+
+# reference WORKLOAD ARGS...: the batch here, into ref_out / ref_status.
+reference() {
+	run --separate-stderr cowrun -o "$BATS_TEST_TMPDIR/ref" "$@"
+	ref_out=$output ref_status=$status
+}
+
+# cowruns_in DIR: processes whose command line names DIR (a batch's cowrun).
+cowruns_in() {
+	ps -eo pid=,args= | grep -F -- "$1" | grep -v -e grep -e ' ps ' || true
+}
+
+@test "slurm: --resume with --save-results saves the interrupted run's results too (no Slurm needed)" {
+	local d=$BATS_TEST_TMPDIR args=(selftest --tasks 20 --sleep-ms 100)
+	reference "${args[@]}"
+	"$COWRUN" -j 2 --shard 1/2 --save-results "$d/1.res" --joblog "$d/1.log" -o "$d/o" "${args[@]}" &
+	local pid=$!
+	wait_for 30 "two tasks of shard 1 to finish" eval "[ \$(cat '$d/1.log' 2>/dev/null | grep -c task-) -ge 2 ]"
+	kill -KILL "$pid"
+	wait "$pid" || true
+	local before
+	before=$(grep -c task- "$d/1.log")
+	run cowrun -j 2 --shard 1/2 --save-results "$d/1.res" --joblog "$d/1.log" --resume -o "$d/o" "${args[@]}"
+	[ "$status" -eq 0 ]
+	run cowrun --shard 0/2 --save-results "$d/0.res" -o "$d/o" "${args[@]}"
+	[ "$status" -eq 0 ]
+	run --separate-stderr cowrun --merge "$d/0.res" --merge "$d/1.res" "${args[@]}"
+	[ "$status" -eq 0 ]
+	[ "$output" = "$ref_out" ]
+	# each task of shard 1 once in its joblog: none redone
+	[ "$(grep -c task- "$d/1.log")" -eq 10 ]
+	[ "$before" -ge 2 ]
+}
+
+@test "slurm: 4 shards give the stdout, exit status and reports of a run here" {
+	need_slurm
+	local args=(selftest --tasks 40 --sleep-ms 20 --report-bytes 100)
+	reference "${args[@]}"
+	run --separate-stderr "$CLUSTER" --slurm --dir "$BATS_TEST_TMPDIR/b" --shards 4 --wait "${args[@]}"
+	echo "$stderr"
+	[ "$status" -eq "$ref_status" ]
+	[ "$output" = "$ref_out" ]
+	diff -r "$BATS_TEST_TMPDIR/ref" "$BATS_TEST_TMPDIR/b/out"
+	[ "$(cat "$BATS_TEST_TMPDIR/b/summary.txt")" = "$ref_out" ]
+	# the merged joblog: every task once, Host = the node
+	[ "$(grep -c task- "$BATS_TEST_TMPDIR/b/joblog")" -eq 40 ]
+	[ "$(awk -F'\t' 'NR > 1 { print $2 }' "$BATS_TEST_TMPDIR/b/joblog" | sort -u)" = "$(hostname -s)" ]
+	run "$CLUSTER" --slurm --status "$BATS_TEST_TMPDIR/b"
+	[ "$(grep -c ': done (exit 0) on ' <<<"$output")" -eq 4 ]
+	[[ $output == *"merge: done (exit 0)"* ]]
+}
+
+@test "slurm: an element requeued, and one whose cowrun is killed, finish without redoing finished tasks" {
+	need_slurm
+	local b=$BATS_TEST_TMPDIR/b args=(selftest --tasks 24 --sleep-ms 150)
+	reference "${args[@]}"
+	"$CLUSTER" --slurm --dir "$b" --shards 2 --retries 1 --wait "${args[@]}" >"$BATS_TEST_TMPDIR/out" 2>"$BATS_TEST_TMPDIR/err" &
+	local front=$!
+	# shard 0: requeued by Slurm once 3 of its tasks are done
+	wait_for 30 "shard 0 to finish 3 tasks" eval "[ \$(cat '$b/0.log' 2>/dev/null | grep -c task-) -ge 3 ]"
+	scontrol requeue "$(field_job "$b/0.status")"
+	# Slurm holds a requeued job back (its begin time, about 2 minutes): now
+	wait_for 30 "the requeue" eval "squeue -h -j '$(field_job "$b/0.status")' -t PD -o %i | grep -q ."
+	scontrol update JobId="$(field_job "$b/0.status")" StartTime=now
+	# shard 1: its cowrun killed (SIGKILL) once 3 of its tasks are done
+	wait_for 30 "shard 1 to finish 3 tasks" eval "[ \$(cat '$b/1.log' 2>/dev/null | grep -c task-) -ge 3 ]"
+	pkill -KILL -f -- "--joblog $b/1.log" || true
+	wait "$front" && status=0 || status=$?
+	cat "$BATS_TEST_TMPDIR/err"
+	[ "$status" -eq "$ref_status" ]
+	[ "$(cat "$BATS_TEST_TMPDIR/out")" = "$ref_out" ]
+	# every task once in the joblogs: the finished ones were not redone
+	# each task succeeded once: none finished before the kill ran again
+	# (the joblogs also hold the attempts the kill cut short)
+	local k
+	for k in 0 1; do
+		[ "$(awk -F'\t' 'NR > 1 && $7 == 0 && $8 == 0' "$b/$k.log" | wc -l)" -eq 12 ]
+		[ -z "$(awk -F'\t' 'NR > 1 && $7 == 0 && $8 == 0 { print $9 }' "$b/$k.log" | sort | uniq -d)" ]
+	done
+	[ "$(field attempt "$b/0.status")" -ge 2 ]
+	[ "$(field attempt "$b/1.status")" -ge 2 ]
+	grep -q 'shards 1 failed: resubmitted' "$BATS_TEST_TMPDIR/err"
+}
+
+# field KEY FILE: KEY's value in a status line.
+field() { tr ' ' '\n' <"$2" | sed -n "s/^$1=//p"; }
+# field_job STATUSFILE: the element's Slurm job id (ARRAY_K).
+field_job() { field job "$1"; }
+
+@test "slurm: a failed shard stops the merge, naming it; --resume finishes the batch" {
+	need_slurm
+	local b=$BATS_TEST_TMPDIR/b fake=$BATS_TEST_TMPDIR/cowrun
+	# a cowrun whose shard 2/4 dies the first time
+	cat >"$fake" <<-EOF
+	#!/bin/sh
+	case "\$*" in *"--shard 2/4"*) [ -e "$BATS_TEST_TMPDIR/died" ] || { : >"$BATS_TEST_TMPDIR/died"; kill -KILL \$\$; } ;; esac
+	exec "$COWRUN" "\$@"
+	EOF
+	chmod +x "$fake"
+	reference "${SELF[@]}"
+	run --separate-stderr "$CLUSTER" --slurm --dir "$b" --shards 4 --retries 0 --cowrun "$fake" --wait "${SELF[@]}"
+	echo "$stderr"
+	[ "$status" -eq 254 ]
+	[ -z "$output" ]
+	[[ $stderr == *"shards did not finish (2:failed): no summary; finish the batch with: cowrun-cluster --slurm --resume $b"* ]]
+	run --separate-stderr "$CLUSTER" --slurm --resume "$b" --wait
+	echo "$stderr"
+	[ "$status" -eq "$ref_status" ]
+	[ "$output" = "$ref_out" ]
+	grep -q '^.* array [0-9]* 2$' "$b/jobs"
+}
+
+@test "slurm: a bad workload argument fails before anything is submitted" {
+	need_slurm
+	"$COWRUN" --check-args selftest >/dev/null 2>&1 || skip "this cowrun has no --check-args yet"
+	local before
+	before=$(squeue -h -t all -o %i | wc -l)
+	run --separate-stderr "$CLUSTER" --slurm --dir "$BATS_TEST_TMPDIR/b" --shards 2 selftest --tasks x
+	[ "$status" -eq 255 ]
+	assert_one_line_error "cowrun: *"
+	[ "$(squeue -h -t all -o %i | wc -l)" -eq "$before" ]
+	[ ! -e "$BATS_TEST_TMPDIR/b/jobs" ]
+}
+
+@test "slurm: scancel of the submission leaves no cowrun running and a status per shard" {
+	need_slurm
+	local b=$BATS_TEST_TMPDIR/b
+	run --separate-stderr "$CLUSTER" --slurm --dir "$b" --shards 4 selftest --tasks 40 --sleep-ms 2000
+	[ "$status" -eq 0 ]
+	local cancel
+	cancel=$(sed -n 's/.*to cancel: //p' <<<"$output")
+	[[ $cancel == "scancel "* ]]
+	wait_for 30 "two elements to start" eval "[ \$(ls '$b'/*.status 2>/dev/null | wc -l) -ge 2 ]"
+	wait_for 30 "a cowrun to run" eval "[ -n \"\$(cowruns_in '$b')\" ]"
+	$cancel
+	wait_for 30 "every cowrun of the batch to end" eval "[ -z \"\$(cowruns_in '$b')\" ]"
+	wait_for 30 "Slurm to end the jobs" eval "[ -z \"\$(squeue -h -o %i)\" ]"
+	run "$CLUSTER" --slurm --status "$b"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[ "$(grep -c '^shard ./4: cancelled' <<<"$output")" -eq 4 ]
+}
