@@ -209,6 +209,7 @@ install: all build/cowrun.1
 
 uninstall:
 	rm -f $(DESTDIR)$(bindir)/cowrun $(DESTDIR)$(bindir)/cowrun-cluster \
+		$(DESTDIR)$(bindir)/cowrun-cluster-slurm \
 		$(DESTDIR)$(includedir)/cowrun.h $(DESTDIR)$(libdir)/pkgconfig/cowrun.pc \
 		$(DESTDIR)$(mandir)/man1/cowrun.1 $(addprefix $(DESTDIR)$(workloaddir)/,$(notdir $(BUNDLED)))
 	-rmdir $(DESTDIR)$(workloaddir) $(DESTDIR)$(libdir)/cowrun 2>/dev/null
