@@ -112,6 +112,7 @@ cowruns_in() {
 	done
 	[ "$(field attempt "$b/0.status")" -ge 2 ]
 	[ "$(field attempt "$b/1.status")" -ge 2 ]
+	cat "$b"/*.status "$b/jobs"
 	grep -q 'shards 1 failed: resubmitted' "$BATS_TEST_TMPDIR/err"
 }
 
