@@ -146,7 +146,6 @@ field_job() { field job "$1"; }
 
 @test "slurm: a bad workload argument fails before anything is submitted" {
 	need_slurm
-	"$COWRUN" --check-args selftest >/dev/null 2>&1 || skip "this cowrun has no --check-args yet"
 	local before
 	before=$(squeue -h -t all -o %i | wc -l)
 	run --separate-stderr "$CLUSTER" --slurm --dir "$BATS_TEST_TMPDIR/b" --shards 2 selftest --tasks x
@@ -173,4 +172,43 @@ field_job() { field job "$1"; }
 	echo "$output"
 	[ "$status" -eq 0 ]
 	[ "$(grep -c '^shard ./4: cancelled' <<<"$output")" -eq 4 ]
+}
+
+@test "slurm: Ctrl-C of --wait stops waiting, not the batch: job ids and the scancel line, 130" {
+	need_slurm
+	local b=$BATS_TEST_TMPDIR/b args=(selftest --tasks 16 --sleep-ms 150)
+	reference "${args[@]}"
+	# (A background job of a script ignores SIGINT: start it with the
+	# default disposition, as a terminal's Ctrl-C would find it.)
+	perl -MPOSIX -e '$SIG{INT} = "DEFAULT"; sigprocmask(SIG_UNBLOCK, POSIX::SigSet->new(SIGINT)); exec @ARGV or die' \
+		"$CLUSTER" --slurm --dir "$b" --shards 2 --wait "${args[@]}" >"$BATS_TEST_TMPDIR/out" 2>"$BATS_TEST_TMPDIR/err" &
+	local front=$!
+	# (The front end's own command line names $b: wait for an element.)
+	wait_for 30 "an element to run" eval "grep -qs 'state=running' '$b'/*.status"
+	kill -INT "$front"
+	wait "$front" && status=0 || status=$?
+	cat "$BATS_TEST_TMPDIR/err"
+	[ "$status" -eq 130 ]
+	[ ! -s "$BATS_TEST_TMPDIR/out" ]
+	grep -q "stopped waiting; the batch goes on: .*--slurm --status $b" "$BATS_TEST_TMPDIR/err"
+	grep -q "to cancel it: scancel [0-9]" "$BATS_TEST_TMPDIR/err"
+	# The batch goes on to its merge and summary without the front end.
+	wait_for 60 "the merge to end" eval "[ -e '$b/merge.status' ]"
+	[ "$(cat "$b/summary.txt")" = "$ref_out" ]
+}
+
+@test "slurm: --max-running, --time and any sbatch option reach the jobs" {
+	need_slurm
+	local b=$BATS_TEST_TMPDIR/b
+	run --separate-stderr "$CLUSTER" --slurm --dir "$b" --shards 3 --max-running 1 --time 5 \
+		--sbatch-opt=--comment=cowrun-test selftest --tasks 6 --sleep-ms 100
+	[ "$status" -eq 0 ]
+	local array
+	array=$(awk '$2 == "array" { print $3 }' "$b/jobs")
+	run scontrol show job -o "$array"
+	[[ "$output" == *"TimeLimit=00:05:00"* ]]
+	[[ "$output" == *"Comment=cowrun-test"* ]]
+	[[ "$output" == *"ArrayTaskThrottle=1"* ]]
+	wait_for 60 "the merge to end" eval "[ -e '$b/merge.status' ]"
+	[ "$("$CLUSTER" --slurm --status "$b" | grep -c '^shard ./3: done')" -eq 3 ]
 }
