@@ -23,6 +23,7 @@
 
 #define MAX_LEADERS 64
 #define MAX_QUEUE 64
+#define KILL_REPEAT_MS 100
 
 struct leader_slot {
 	pid_t pid;               /* 0: free */
@@ -105,13 +106,17 @@ static void start_leader(struct queued *q)
 	note(NOTE_START, pid, cred.pid, q->want, NULL);
 }
 
-/* Start queued requests, in order, while their workers fit. */
+/* Start queued requests, in order, while workers are free under the cap:
+ * a batch gets its -j, or what is left of the cap if less. */
 static void start_queued(void)
 {
 	while (G.qlen > 0 && G.nleaders < MAX_LEADERS) {
 		struct queued *q = &G.queue[G.qhead];
-		if (q->want > 0 && G.in_use > 0 && G.in_use + q->want > G.max_workers)
+		/* What is free of the cap, up to its -j; none free: it waits. */
+		if (q->want > 0 && G.in_use >= G.max_workers)
 			return;
+		if (q->want > G.max_workers - G.in_use)
+			q->want = G.max_workers - G.in_use;
 		G.qhead = (G.qhead + 1) % MAX_QUEUE;
 		G.qlen--;
 		start_leader(q);
@@ -169,16 +174,21 @@ static void reap_leaders(void)
 	start_queued();
 }
 
-/* The master's second signal: the running batches are killed (SIGINT and
- * SIGTERM: a leader's second signal kills its workers), the waiting ones
- * refused. */
-static void kill_batches(void)
+/* SIGTERM to every leader: the first stops its batch, the second (sent
+ * again every KILL_REPEAT_MS until it ends: two sent at once could be
+ * delivered as one) kills its workers. */
+static void signal_leaders(void)
 {
 	for (size_t i = 0; i < MAX_LEADERS; i++)
-		if (G.leaders[i].pid != 0) {
-			kill(G.leaders[i].pid, SIGINT);
+		if (G.leaders[i].pid != 0)
 			kill(G.leaders[i].pid, SIGTERM);
-		}
+}
+
+/* The master's second signal: the running batches are killed, the
+ * waiting ones refused. */
+static void kill_batches(void)
+{
+	signal_leaders();
 	while (G.qlen > 0) {
 		struct queued *q = &G.queue[G.qhead];
 		proto_reply(q->fds[0], PROTO_ERROR, 143, "the server stopped before the batch started");
@@ -240,8 +250,10 @@ void generation_main(int chan, unsigned id, const struct serve_config *cfg,
 	while (!G.retiring || G.nleaders > 0 || G.qlen > 0) {
 		struct pollfd pfd[2] = { { serve_wake_fd(), POLLIN, 0 },
 					 { G.retiring ? -1 : G.chan, POLLIN, 0 } };
-		if (poll(pfd, 2, -1) < 0 && errno != EINTR)
+		if (poll(pfd, 2, killed ? KILL_REPEAT_MS : -1) < 0 && errno != EINTR)
 			break;
+		if (killed)
+			signal_leaders();
 		if (serve_take_chld())
 			reap_leaders();
 		if (serve_terms() > 0 && !killed) {

@@ -48,6 +48,7 @@ struct generation {
 struct pending {
 	int fd;                  /* -1: free */
 	uint64_t deadline_ns;
+	int refused;             /* its uid may not: read, answer, close */
 };
 
 static struct master {
@@ -287,7 +288,9 @@ static int uid_allowed(uid_t uid)
 	return 0;
 }
 
-/* Accept what waits; refuse a peer whose uid is not allowed. */
+/* Accept what waits.  A peer whose uid is not allowed is answered once
+ * its request is read (closing on an unread request would reset the
+ * connection, and the peer would not hear why). */
 static void accept_all(void)
 {
 	for (int k = 0; k < 32; k++) {
@@ -296,12 +299,10 @@ static void accept_all(void)
 			return;
 		struct ucred cred;
 		socklen_t len = sizeof cred;
-		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 || !uid_allowed(cred.uid)) {
+		int refused = getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 ||
+			      !uid_allowed(cred.uid);
+		if (refused)
 			logx("refused a connection from uid %ld (pid %ld)", (long)cred.uid, (long)cred.pid);
-			proto_reply(fd, PROTO_ERROR, 255, "permission denied: your uid may not use this server");
-			close(fd);
-			continue;
-		}
 		size_t i = 0;
 		while (i < MAX_PENDING && M.pending[i].fd >= 0)
 			i++;
@@ -310,9 +311,12 @@ static void accept_all(void)
 			close(fd);
 			continue;
 		}
-		M.pending[i] = (struct pending){ fd, now_ns() + (uint64_t)M.cfg->read_timeout_ms * 1000000u };
+		M.pending[i] = (struct pending){ fd, now_ns() + (uint64_t)M.cfg->read_timeout_ms * 1000000u,
+						 refused };
 	}
 }
+
+#define REFUSED_TEXT "permission denied: your uid may not use this server"
 
 static size_t status_text(char *buf, size_t size)
 {
@@ -379,6 +383,13 @@ static void handle_request(size_t i)
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return;
 	M.pending[i].fd = -1;
+	if (M.pending[i].refused) {
+		for (size_t k = 0; k < nfds; k++)
+			close(fds[k]);
+		proto_reply(conn, PROTO_ERROR, 255, REFUSED_TEXT);
+		close(conn);
+		return;
+	}
 	if (n <= 0) {
 		if (n < 0)
 			proto_reply(conn, PROTO_ERROR, 255, "bad request: message too long or too many descriptors");
@@ -420,7 +431,8 @@ static void expire_pending(uint64_t now)
 {
 	for (size_t i = 0; i < MAX_PENDING; i++)
 		if (M.pending[i].fd >= 0 && now >= M.pending[i].deadline_ns) {
-			proto_reply(M.pending[i].fd, PROTO_ERROR, 255, "no request within the deadline");
+			proto_reply(M.pending[i].fd, PROTO_ERROR, 255,
+				    M.pending[i].refused ? REFUSED_TEXT : "no request within the deadline");
 			close_pending(i);
 		}
 }

@@ -64,6 +64,14 @@ static int take_option(const char *opt, const char *arg, struct serve_config *cf
 		cfg->socket_mode = (unsigned)mode;
 		return 0;
 	}
+	if (strcmp(opt, "--read-timeout") == 0) {
+		if (parse_ll(arg, 1, 600000, &v) != 0) {
+			warnx_("serve: --read-timeout: bad value '%s': expected 1-600000 ms", arg);
+			return -1;
+		}
+		cfg->read_timeout_ms = (int)v;
+		return 0;
+	}
 	if (strcmp(opt, "--max-workers") == 0) {
 		if (parse_ll(arg, 1, 100000, &v) != 0) {
 			warnx_("serve: --max-workers: bad value '%s': expected 1-100000", arg);

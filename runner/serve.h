@@ -56,7 +56,8 @@ struct serve_hooks {
 
 /* Take the serve options at the front of argv (argv[0] is "serve"):
  * --socket PATH (required), --socket-mode OCTAL, --allow-uid UID
- * (repeatable), --max-workers N, --pidfile FILE.  Returns how many
+ * (repeatable), --max-workers N, --pidfile FILE, --read-timeout MS (a
+ * request must arrive within it; default 2000).  Returns how many
  * arguments were taken (argv[that - 1] is the last serve option, where the
  * runner's options take over), or -1 after a message. */
 int serve_parse(int argc, char **argv, struct serve_config *cfg);

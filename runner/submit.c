@@ -57,7 +57,7 @@ static int parse_submit(int argc, char **argv, struct submit_args *a)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	static const char keys[] = "joTSyHt";
+	static const char keys[] = "jTSyHto";   /* enum proto_field's order */
 	int c;
 
 	memset(a, 0, sizeof *a);
@@ -190,7 +190,9 @@ int submit_main(int argc, char **argv)
 	}
 	int fds[3] = { STDOUT_FILENO, STDERR_FILENO, dir };
 	fflush(NULL);
-	if (proto_send(sock, buf, (size_t)len, fds, dir >= 0 ? 3 : 0) != 0) {
+	/* A refused client (its uid) may find the connection closed: the
+	 * reply that says why waits on it all the same. */
+	if (proto_send(sock, buf, (size_t)len, fds, dir >= 0 ? 3 : 0) != 0 && errno != EPIPE) {
 		warnx_("submit: cannot send the request: %s", strerror(errno));
 		rc = EXIT_LOST;
 	} else
