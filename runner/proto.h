@@ -65,9 +65,9 @@ int proto_decode_reply(const unsigned char *buf, size_t len, struct proto_reply 
  * Returns 0 or -1 with errno. */
 int proto_send(int sock, const void *buf, size_t len, const int *fds, size_t nfds);
 
-/* Receive one message of at most `size` bytes and at most PROTO_FDS_MAX
- * descriptors, close-on-exec, which the caller then owns (*nfds of them in
- * fds[]).  A truncated message or descriptor list is refused (EMSGSIZE),
+/* Receive one message, without waiting (poll first; EAGAIN: none yet),
+ * of at most `size` bytes and at most PROTO_FDS_MAX descriptors,
+ * close-on-exec, which the caller then owns (*nfds of them in fds[]).  A truncated message or descriptor list is refused (EMSGSIZE),
  * its descriptors closed.  Returns the length (0: the peer closed), or -1
  * with errno. */
 long proto_recv(int sock, void *buf, size_t size, int *fds, size_t *nfds);
