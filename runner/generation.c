@@ -32,9 +32,10 @@ struct leader_slot {
 };
 
 /* A request waiting for workers to come free: its descriptors
- * (connection, stdout, stderr, output directory) and what it wants. */
+ * (connection, stdout, stderr, output directory, maybe the joblog and its
+ * journal; -1 where none) and what it wants. */
 struct queued {
-	int fds[4];
+	int fds[LEADER_FDS];
 	struct proto_request rq;
 	size_t want;
 };
@@ -67,9 +68,9 @@ static void note(int kind, pid_t pid, pid_t client, size_t workers, const char *
 	}
 }
 
-static void close_fds(int fds[4])
+static void close_fds(int fds[LEADER_FDS])
 {
-	for (int i = 0; i < 4; i++)
+	for (int i = 0; i < LEADER_FDS; i++)
 		if (fds[i] >= 0)
 			close(fds[i]);
 }
@@ -138,13 +139,13 @@ static void take_request(void)
 		G.retiring = 1;   /* the master closed, or retires us */
 		return;
 	}
-	struct queued q = { { -1, -1, -1, -1 }, { 0 }, 0 };
-	if (nfds != 4 || proto_decode_request(buf, (size_t)n, &q.rq, &why) != 0) {
+	struct queued q = { { -1, -1, -1, -1, -1, -1 }, { 0 }, 0 };
+	if ((nfds != 4 && nfds != 6) || proto_decode_request(buf, (size_t)n, &q.rq, &why) != 0) {
 		for (size_t i = 0; i < nfds; i++)
 			close(fds[i]);
 		return;
 	}
-	memcpy(q.fds, fds, sizeof q.fds);
+	memcpy(q.fds, fds, nfds * sizeof *fds);
 	if (G.qlen == MAX_QUEUE) {
 		proto_reply(q.fds[0], PROTO_ERROR, 255, "server busy: too many requests waiting");
 		close_fds(q.fds);

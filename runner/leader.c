@@ -19,7 +19,7 @@
 
 static void __attribute__((noreturn))
 leader_main(const struct serve_hooks *hooks, const struct proto_request *rq, size_t workers,
-	    const int fds[4])
+	    const int fds[LEADER_FDS])
 {
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	signal(SIGCHLD, SIG_DFL);
@@ -33,14 +33,15 @@ leader_main(const struct serve_hooks *hooks, const struct proto_request *rq, siz
 	close(fds[1]);
 	close(fds[2]);
 	signals_watch(fds[0]);
-	int rc = hooks->run(hooks->ctx, rq, workers, fds[3]);
+	int rc = hooks->run(hooks->ctx, rq, workers, fds + 3);
 	fflush(NULL);
 	proto_reply(fds[0], PROTO_EXIT, rc, "");
 	_exit(rc & 0xff);
 }
 
 pid_t leader_start(const struct serve_hooks *hooks, const struct proto_request *rq,
-		   size_t workers, const int fds[4], void (*close_in_child)(void *), void *ctx)
+		   size_t workers, const int fds[LEADER_FDS], void (*close_in_child)(void *),
+		   void *ctx)
 {
 	fflush(NULL);
 	pid_t pid = fork();

@@ -735,7 +735,7 @@ static int served_setup(void *ctx)
  * its command line.  Returns 0 or EXIT_USAGE after a message. */
 static int apply_request(struct cli *cli, const struct proto_request *rq)
 {
-	static const int keys[PF_COUNT] = { 'j', 'T', 'S', 'y', 'H', 't', 'o' };
+	static const int keys[PF_COUNT] = { 'j', 'T', 'S', 'y', 'H', 't', 'o', 'J' };
 
 	cli->seen = 0;
 	for (int f = 0; f < PF_COUNT; f++)
@@ -761,9 +761,13 @@ static size_t served_want(void *ctx, const struct proto_request *rq)
 }
 
 /* In a leader: the batch, exactly as a fork-mode run's after its setup. */
-static int served_run(void *ctx, const struct proto_request *rq, size_t workers, int outdir_fd)
+static int served_run(void *ctx, const struct proto_request *rq, size_t workers,
+		      const int files_in[3])
 {
-	static const struct sidefiles_paths none = { 0 };
+	const struct sidefiles_paths paths = {
+		.joblog = rq->present & (1u << PF_JOBLOG) ? rq->field[PF_JOBLOG] : NULL,
+		.by_fd = 1, .joblog_fd = files_in[1], .journal_fd = files_in[2],
+	};
 	struct served *s = ctx;
 	struct cli cli = s->cli;
 	struct batch b = { 0 };
@@ -780,8 +784,8 @@ static int served_run(void *ctx, const struct proto_request *rq, size_t workers,
 	b.verbose = cli.verbose;
 	b.outdir = cli.outdir;
 	b.outdir_by_fd = 1;
-	b.outdir_fd = outdir_fd;
-	sidefiles_init(&files, &none);
+	b.outdir_fd = files_in[0];
+	sidefiles_init(&files, &paths);
 	rc = run_batch(&cli, &b, &files);
 	sidefiles_close(&files, &b, 0);
 	batch_free(&b);

@@ -342,27 +342,31 @@ static size_t status_text(char *buf, size_t size)
 }
 
 /* A run request's descriptors: standard output, standard error, the
- * output directory.  Returns NULL or what is wrong. */
-static const char *check_run_fds(const int *fds, size_t nfds)
+ * output directory; the joblog and its journal if it names one.  Returns
+ * NULL or what is wrong. */
+static const char *check_run_fds(const struct proto_request *rq, const int *fds, size_t nfds)
 {
 	struct stat st;
 
-	if (nfds != 3)
-		return "a run request carries 3 descriptors (stdout, stderr, output directory)";
+	if (nfds != ((rq->present & (1u << PF_JOBLOG)) ? 5u : 3u))
+		return "a run request carries 3 descriptors (stdout, stderr, output directory), "
+		       "5 with a joblog (the joblog and its journal)";
 	if (fstat(fds[2], &st) != 0 || !S_ISDIR(st.st_mode))
 		return "the output directory descriptor is not a directory";
 	return NULL;
 }
 
 /* Forward a run request with its descriptors to the current generation. */
-static const char *forward(int conn, const unsigned char *buf, size_t len, const int *fds)
+static const char *forward(int conn, const unsigned char *buf, size_t len, const int *fds,
+			   size_t nfds)
 {
 	struct generation *g = current();
-	int all[4] = { conn, fds[0], fds[1], fds[2] };
+	int all[PROTO_FDS_MAX] = { conn };
 
+	memcpy(all + 1, fds, nfds * sizeof *fds);
 	if (g == NULL || g->chan < 0)
 		return "no generation is ready (see the server's log)";
-	if (proto_send(g->chan, buf, len, all, 4) != 0)
+	if (proto_send(g->chan, buf, len, all, nfds + 1) != 0)
 		return "cannot pass the request to the generation";
 	M.requests++;
 	return NULL;
@@ -398,7 +402,7 @@ static void handle_request(size_t i)
 	}
 	if (proto_decode_request(buf, (size_t)n, &rq, &why) == 0) {
 		if (rq.type == PROTO_RUN)
-			why = check_run_fds(fds, nfds);
+			why = check_run_fds(&rq, fds, nfds);
 		else if (nfds != 0)
 			why = "descriptors with a request that takes none";
 	}
@@ -411,7 +415,7 @@ static void handle_request(size_t i)
 		start_generation(conn);
 		conn = -1;
 	} else if (why == NULL) {
-		why = forward(conn, buf, (size_t)n, fds);
+		why = forward(conn, buf, (size_t)n, fds, nfds);
 		if (why)
 			proto_reply(conn, PROTO_ERROR, 255, why);
 	} else {

@@ -3,7 +3,8 @@
  * (run a batch, report status, reload) and its reply, each one small,
  * versioned, length-checked datagram on a SOCK_SEQPACKET Unix socket, with
  * the client's descriptors (standard output and error, the output
- * directory) passed beside a run request (SCM_RIGHTS).
+ * directory; with --joblog the joblog and its journal) passed beside a
+ * run request (SCM_RIGHTS).
  *
  * A message is a 12-byte header, "CWRQ" (request) or "CWRP" (reply), the
  * version (u16), the type (u16), the body's length (u32), all little-
@@ -22,7 +23,7 @@
 #define PROTO_MSG_MAX 4096        /* no message is longer */
 #define PROTO_TEXT_MAX 4000       /* a reply's text, NUL included */
 #define PROTO_FIELD_MAX 1024      /* a request field's text, NUL included */
-#define PROTO_FDS_MAX 4           /* descriptors passed with one message */
+#define PROTO_FDS_MAX 6           /* descriptors passed with one message */
 
 enum proto_req_type { PROTO_RUN = 1, PROTO_STATUS = 2, PROTO_RELOAD = 3 };
 enum proto_reply_type { PROTO_EXIT = 1, PROTO_ERROR = 2, PROTO_TEXT = 3 };
@@ -30,6 +31,7 @@ enum proto_reply_type { PROTO_EXIT = 1, PROTO_ERROR = 2, PROTO_TEXT = 3 };
 /* A request's fields: the runner options a client may give per batch. */
 enum proto_field {
 	PF_JOBS, PF_TASKS, PF_SHARD, PF_RETRIES, PF_HALT, PF_TIMEOUT, PF_OUTDIR,
+	PF_JOBLOG,   /* its name as given (+FILE appends); the file is passed */
 	PF_COUNT
 };
 

@@ -47,10 +47,12 @@ struct serve_hooks {
 	/* In the generation: the workers a request's batch would use at
 	 * most (its -j, its task count); 0 if it runs none. */
 	size_t (*want_workers)(void *ctx, const struct proto_request *rq);
-	/* In the leader: run the batch with at most `workers` workers,
-	 * reports in `outdir_fd` (the client's, kept open); standard output
-	 * and error are the client's.  Returns the exit status. */
-	int (*run)(void *ctx, const struct proto_request *rq, size_t workers, int outdir_fd);
+	/* In the leader: run the batch with at most `workers` workers;
+	 * files[0] is the client's output directory (kept open), files[1]
+	 * and files[2] its joblog and journal (-1 without --joblog; the run
+	 * owns them); standard output and error are the client's.  Returns
+	 * the exit status. */
+	int (*run)(void *ctx, const struct proto_request *rq, size_t workers, const int files[3]);
 	void *ctx;
 };
 

@@ -42,11 +42,16 @@ int serve_listen(const struct serve_config *cfg);
 void generation_main(int chan, unsigned id, const struct serve_config *cfg,
 		     const struct serve_hooks *hooks) __attribute__((noreturn));
 
-/* Fork a leader for one request: `fds` are the connection, the client's
- * standard output, standard error and output directory (the caller closes
- * its copies); `close_in_child(ctx)` closes the generation's other
+/* The descriptors a leader is given: the connection, the client's
+ * standard output, standard error, output directory, joblog and journal
+ * (the last two -1 without --joblog). */
+#define LEADER_FDS 6
+
+/* Fork a leader for one request: `fds` as above (the caller closes its
+ * copies); `close_in_child(ctx)` closes the generation's other
  * descriptors in the child.  Returns the leader's pid, or -1. */
 pid_t leader_start(const struct serve_hooks *hooks, const struct proto_request *rq,
-		   size_t workers, const int fds[4], void (*close_in_child)(void *), void *ctx);
+		   size_t workers, const int fds[LEADER_FDS], void (*close_in_child)(void *),
+		   void *ctx);
 
 #endif

@@ -7,11 +7,13 @@
  */
 #define _GNU_SOURCE
 #include "serve.h"
+#include "resume.h"
 #include "util.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -32,6 +34,8 @@ static void submit_usage(void)
 "  -o, --outdir DIR   where report files go (default: out; created here)\n"
 "      --tasks LIST   --shard k/M  --retries N  --halt WHEN  --timeout SECS\n"
 "                     as for cowrun\n"
+"      --joblog FILE  as for cowrun (+FILE appends); opened here, with\n"
+"                     FILE.res, and passed to the server\n"
 "      --status       list the server's generations and running batches\n"
 "      --reload       start a new generation (a fresh setup); wait for it\n");
 }
@@ -52,12 +56,13 @@ static int parse_submit(int argc, char **argv, struct submit_args *a)
 		{ "retries", required_argument, NULL, 'y' },
 		{ "halt", required_argument, NULL, 'H' },
 		{ "timeout", required_argument, NULL, 't' },
+		{ "joblog", required_argument, NULL, 'J' },
 		{ "status", no_argument, NULL, 'i' },
 		{ "reload", no_argument, NULL, 'r' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	static const char keys[] = "jTSyHto";   /* enum proto_field's order */
+	static const char keys[] = "jTSyHtoJ";   /* enum proto_field's order */
 	int c;
 
 	memset(a, 0, sizeof *a);
@@ -128,6 +133,26 @@ static int open_outdir(const char *dir)
 	return fd;
 }
 
+/* --joblog: the joblog (not truncated: the batch does that once it has
+ * its lock) and its journal, opened here with the client's own rights.
+ * Returns 0 or -1 after a message. */
+static int open_joblog(const char *arg, int fds[2])
+{
+	char journal[PATH_MAX];
+	const char *path = arg[0] == '+' ? arg + 1 : arg;
+
+	resume_journal_path(arg, journal, sizeof journal);
+	fds[1] = -1;
+	fds[0] = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+	if (fds[0] >= 0 && (fds[1] = open(journal, O_RDWR | O_CREAT | O_CLOEXEC, 0666)) >= 0)
+		return 0;
+	warnx_("submit: --joblog: cannot open '%s': %s", fds[0] < 0 ? path : journal,
+	       strerror(errno));
+	if (fds[0] >= 0)
+		close(fds[0]);
+	return -1;
+}
+
 /* Wait for the one reply (a batch may take hours) and act on it. */
 static int await_reply(int sock)
 {
@@ -188,17 +213,26 @@ int submit_main(int argc, char **argv)
 			return EXIT_BAD;
 		}
 	}
-	int fds[3] = { STDOUT_FILENO, STDERR_FILENO, dir };
+	int fds[5] = { STDOUT_FILENO, STDERR_FILENO, dir, -1, -1 };
+	size_t nfds = dir >= 0 ? 3 : 0;
+	if (nfds && (a.rq.present & (1u << PF_JOBLOG))) {
+		if (open_joblog(a.rq.field[PF_JOBLOG], fds + 3) != 0) {
+			close(dir);
+			close(sock);
+			return EXIT_BAD;
+		}
+		nfds = 5;
+	}
 	fflush(NULL);
 	/* A refused client (its uid) may find the connection closed: the
 	 * reply that says why waits on it all the same. */
-	if (proto_send(sock, buf, (size_t)len, fds, dir >= 0 ? 3 : 0) != 0 && errno != EPIPE) {
+	if (proto_send(sock, buf, (size_t)len, fds, nfds) != 0 && errno != EPIPE) {
 		warnx_("submit: cannot send the request: %s", strerror(errno));
 		rc = EXIT_LOST;
 	} else
 		rc = await_reply(sock);
-	if (dir >= 0)
-		close(dir);
+	for (size_t i = 2; i < nfds; i++)
+		close(fds[i]);
 	close(sock);
 	fflush(stdout);
 	return rc;
