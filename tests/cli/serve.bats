@@ -289,3 +289,25 @@ PY
 	stop_server
 	[ "$status" -eq 0 ]
 }
+
+@test "--joblog: the client's joblog and journal, as a direct run writes them; a direct --resume reads them" {
+	COWRUN_LOCK_WAIT=0.2 start_server -j 2 selftest --tasks 6 --fail 2   # the leader waits
+	cd "$D"
+	run -1 --separate-stderr submit --joblog "$D/j.log" --retries 1
+	served_out=$output served_err=$stderr
+	run -1 --separate-stderr cowrun -j 2 --joblog "$D/k.log" --retries 1 selftest --tasks 6 --fail 2
+	[ "$served_out" = "$output" ] && [ "$served_err" = "$stderr" ]
+	diff <(cut -f1,2,5-9 "$D/j.log" | sort) <(cut -f1,2,5-9 "$D/k.log" | sort)
+	[ "$(wc -l <"$D/j.log")" -eq 8 ]   # header, 6 tasks, one retry
+	# The journal belongs to this batch: a direct --resume merges it all.
+	run -1 --separate-stderr cowrun -j 2 --joblog "$D/j.log" --resume selftest --tasks 6 --fail 2
+	[ "$output" = "$served_out" ]
+	# One run at a time on a joblog: a served batch takes its lock too.
+	exec 9>>"$D/j.log"
+	flock 9
+	run -255 --separate-stderr submit --joblog "$D/j.log"
+	[[ "$stderr" == *"in use by another cowrun run"* ]]
+	exec 9>&-
+	stop_server
+	[ "$status" -eq 0 ]
+}
