@@ -451,7 +451,9 @@ static int run_tasks(const struct cli *cli, struct batch *b, struct sidefiles *f
 			warnx_("omp: %zu threads on %d CPUs", workers, cpu_count());
 		return omp_run(b, workers);
 	}
-	struct pool_options opt = { (uint64_t)(cli->timeout_s * 1e9), !cli->no_freeze };
+	/* A worker's Pss costs milliseconds to read: only when it is shown. */
+	struct pool_options opt = { (uint64_t)(cli->timeout_s * 1e9), !cli->no_freeze,
+				    cli->verbose || cli->stats_path };
 	size_t setup_bytes = arena_used(setup_arena());
 	if (setup_bytes == 0)
 		setup_bytes = procstat_rss_bytes();

@@ -56,6 +56,7 @@ static int pool_init(struct pool *p, struct batch *b, size_t workers,
 	p->parent_pid = getpid();
 	p->timeout_ns = opt->timeout_ns;
 	p->catch_frozen_writes = opt->catch_frozen_writes;
+	p->measure_memory = opt->measure_memory;
 	p->send_timing = b->joblog != NULL || b->timeline != NULL;
 	/* Each task is requeued at most once per attempt. */
 	p->requeue_cap = batch_count(b) * ((size_t)b->retries + 1) + workers;
