@@ -80,6 +80,8 @@ static void usage(FILE *out)
 	fprintf(out,
 "Usage: cowrun [OPTIONS] WORKLOAD [WORKLOAD OPTIONS]\n"
 "  or:  cowrun [OPTIONS] --workload FILE.so [WORKLOAD OPTIONS]\n"
+"  or:  cowrun serve --socket PATH [SERVE OPTIONS] [OPTIONS] WORKLOAD [...]\n"
+"  or:  cowrun submit --socket PATH [-j N] [-o DIR] [--tasks LIST] ...\n"
 "\n"
 "Run a batch of reports in parallel: do the workload's expensive setup once,\n"
 "then fork workers that share it copy-on-write and merge their results in\n"
@@ -816,8 +818,8 @@ static int serve_command(int argc, char **argv)
 	struct serve_config cfg;
 	int taken = serve_parse(argc, argv, &cfg), rc;
 
-	if (taken < 0)
-		return EXIT_USAGE;
+	if (taken <= 0)
+		return taken == 0 ? stdout_written() : EXIT_USAGE;
 	/* The runner's options start after the last serve option, whose
 	 * slot stands for argv[0]. */
 	rc = parse_cli(argc - taken + 1, argv + taken - 1, &served.cli);

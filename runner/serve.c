@@ -83,9 +83,31 @@ static int take_option(const char *opt, const char *arg, struct serve_config *cf
 	return 1;
 }
 
+static void serve_usage(void)
+{
+	printf(
+"Usage: cowrun serve --socket PATH [SERVE OPTIONS] [RUNNER OPTIONS] WORKLOAD [ARGS]\n"
+"Run WORKLOAD's setup once and then batches on request (cowrun submit).\n"
+"Serve options, before the runner options:\n"
+"  --socket PATH       the Unix socket, in a directory of your own that others\n"
+"                      cannot write in (mkdir -m 700); created mode 0600\n"
+"  --socket-mode MODE  its mode instead (octal, at least 0600)\n"
+"  --allow-uid UID     also serve this uid (repeatable); others are refused\n"
+"  --max-workers N     workers across all running batches (default: the CPUs)\n"
+"  --pidfile FILE      write the server's pid to FILE\n"
+"  --read-timeout MS   a request must arrive within MS (default 2000)\n"
+"SIGHUP or cowrun submit --reload: a fresh setup; SIGTERM/SIGINT: finish the\n"
+"running batches and exit (a second one kills them).\n");
+}
+
 int serve_parse(int argc, char **argv, struct serve_config *cfg)
 {
 	int i = 1;
+
+	if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+		serve_usage();
+		return 0;
+	}
 
 	memset(cfg, 0, sizeof *cfg);
 	cfg->socket_mode = 0600;

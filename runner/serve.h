@@ -61,7 +61,7 @@ struct serve_hooks {
  * (repeatable), --max-workers N, --pidfile FILE, --read-timeout MS (a
  * request must arrive within it; default 2000).  Returns how many
  * arguments were taken (argv[that - 1] is the last serve option, where the
- * runner's options take over), or -1 after a message. */
+ * runner's options take over), 0 after --help, or -1 after a message. */
 int serve_parse(int argc, char **argv, struct serve_config *cfg);
 
 /* Run the server until SIGTERM or SIGINT (a second one kills running
