@@ -311,3 +311,25 @@ PY
 	stop_server
 	[ "$status" -eq 0 ]
 }
+
+@test "while a new generation sets up, the master answers and the old one serves" {
+	echo one >"$D/in"
+	start_server -j 2 selftest --tasks 4 --input "$D/in"
+	cowrun -j 2 selftest --tasks 4 --input "$D/in" >"$D/direct.out"
+	# The new setup blocks reading its input (a FIFO) until we write it.
+	rm "$D/in"
+	mkfifo "$D/in"
+	submit --reload >"$D/reload.out" & r=$!
+	wait_for eval 'submit --status | grep -q "generation 2 pid .* loading"'
+	run -0 submit --status
+	[[ "$output" == *"generation 1 pid "*" ready"* ]]
+	submit >"$D/during.out"
+	cmp "$D/during.out" "$D/direct.out"
+	echo one >"$D/in"
+	wait "$r"
+	grep -q "generation 2 .*is ready" "$D/reload.out"
+	submit >"$D/after.out"
+	cmp "$D/after.out" "$D/direct.out"
+	stop_server
+	[ "$status" -eq 0 ]
+}
