@@ -65,6 +65,12 @@ wait_for() {
 	cmp "$D/served.out" "$D/direct.out"
 	diff -r "$D/served" "$D/direct"
 	[ "$(ls "$D/served" | wc -l)" -eq 8 ]
+	# A relative -o is the client's: reports land under its cwd, through
+	# the directory it opened, not under the server's cwd by name.
+	mkdir "$D/c"
+	(cd "$D/c" && submit -o rel --tasks 2 >/dev/null)
+	[ -f "$D/c/rel/store-0003.txt" ] || { ls -R "$D/c" >&2; false; }
+	[ ! -e rel ]
 	submit -o "$D/served2" --tasks 1,5 -j 1 >"$D/served2.out"
 	cowrun -j 1 -o "$D/direct2" --tasks 1,5 sales --rows 200000 --stores 8 >"$D/direct2.out"
 	cmp "$D/served2.out" "$D/direct2.out"
