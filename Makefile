@@ -294,7 +294,7 @@ FUZZ_DIR = build-fuzz
 FUZZ_CC = clang
 FUZZ_SECONDS = 60
 FUZZ_PACKAGES = clang libclang-rt-dev libomp-dev
-FUZZ_HARNESSES = wire results tasks csv
+FUZZ_HARNESSES = wire results tasks csv proto
 FUZZ_CFLAGS = -std=gnu11 $(WARNINGS) -fopenmp -Irunner -g -O1 -fno-omit-frame-pointer \
 	-fsanitize=address,undefined -fno-sanitize-recover=all
 FUZZ_BIN = $(FUZZ_HARNESSES:%=$(FUZZ_DIR)/fuzz_%)

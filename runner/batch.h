@@ -14,6 +14,7 @@
 #include "reorder.h"
 #include "wire.h"
 
+#include <fcntl.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -35,7 +36,9 @@ struct batch {
 	const struct cowrun_workload *workload;
 	void *state;
 	size_t ntasks;
-	const char *outdir;      /* where reports go */
+	const char *outdir;      /* where reports go (its name, in messages) */
+	int outdir_by_fd;        /* set: reports go in outdir_fd (cowrun serve: */
+	int outdir_fd;           /* the client's directory), not by outdir's name */
 	const size_t *selected;  /* ascending task indices to run; NULL: all */
 	size_t nselected;
 	/* The side files' handles are lent by sidefiles_open() and taken
@@ -67,6 +70,17 @@ struct batch {
 int batch_init(struct batch *b);
 
 /* How many tasks this run executes, and the i-th of them. */
+/* Where a task's report goes, as task_init() takes it. */
+static inline int batch_outdir_fd(const struct batch *b)
+{
+	return b->outdir_by_fd ? b->outdir_fd : AT_FDCWD;
+}
+
+static inline const char *batch_outdir_path(const struct batch *b)
+{
+	return b->outdir_by_fd ? NULL : b->outdir;
+}
+
 static inline size_t batch_count(const struct batch *b)
 {
 	return b->selected ? b->nselected : b->ntasks;

@@ -122,6 +122,29 @@ int joblog_lock(struct joblog *j, const char *path, double wait_s)
 	return -1;
 }
 
+int joblog_lock_fd(struct joblog *j, int fd, const char *name, double wait_s)
+{
+	struct stat st;
+	int rc = 0;
+
+	j->path = name[0] == '+' ? name + 1 : name;
+	j->fd = fd;
+	j->created = 0;
+	/* A device or a pipe (/dev/null) is no file two runs share. */
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
+		rc = lock_until(fd, now_ns() + (uint64_t)(wait_s * 1e9));
+	if (rc == 0)
+		return 0;
+	if (rc == 1)
+		warnx_("--joblog: '%s' is in use by another cowrun run: gave up after %g s", j->path,
+		       wait_s);
+	else
+		warnx_("--joblog: cannot lock '%s': %s", j->path, strerror(errno));
+	close(fd);
+	j->fd = -1;
+	return -1;
+}
+
 int joblog_open(struct joblog *j, int append, int resume)
 {
 	struct stat st;

@@ -69,6 +69,12 @@ int joblog_read(struct joblog *j, const char *workload);
  * complete line: nothing any run wrote? */
 int joblog_is_empty(const char *path);
 
+/* The same lock on a descriptor the caller opened (a served batch: the
+ * client's joblog, passed with its request), which this then owns: closed
+ * by joblog_close(), or here on failure.  `name` is for messages.  Returns
+ * 0 or -1 after a message. */
+int joblog_lock_fd(struct joblog *j, int fd, const char *name, double wait_s);
+
 /*
  * Start writing the locked joblog: truncated to nothing (a fresh run), to
  * j->keep (`resume`: what joblog_read() kept), or left as it is (`append`,

@@ -19,6 +19,7 @@
 #include "resume.h"
 #include "procstat.h"
 #include "selection.h"
+#include "serve.h"
 #include "setup_arena.h"
 #include "sidefiles.h"
 #include "signals.h"
@@ -79,6 +80,8 @@ static void usage(FILE *out)
 	fprintf(out,
 "Usage: cowrun [OPTIONS] WORKLOAD [WORKLOAD OPTIONS]\n"
 "  or:  cowrun [OPTIONS] --workload FILE.so [WORKLOAD OPTIONS]\n"
+"  or:  cowrun serve --socket PATH [SERVE OPTIONS] [OPTIONS] WORKLOAD [...]\n"
+"  or:  cowrun submit --socket PATH [-j N] [-o DIR] [--tasks LIST] ...\n"
 "\n"
 "Run a batch of reports in parallel: do the workload's expensive setup once,\n"
 "then fork workers that share it copy-on-write and merge their results in\n"
@@ -450,7 +453,9 @@ static int run_tasks(const struct cli *cli, struct batch *b, struct sidefiles *f
 			warnx_("omp: %zu threads on %d CPUs", workers, cpu_count());
 		return omp_run(b, workers);
 	}
-	struct pool_options opt = { (uint64_t)(cli->timeout_s * 1e9), !cli->no_freeze };
+	/* A worker's Pss costs milliseconds to read: only when it is shown. */
+	struct pool_options opt = { (uint64_t)(cli->timeout_s * 1e9), !cli->no_freeze,
+				    cli->verbose || cli->stats_path };
 	size_t setup_bytes = arena_used(setup_arena());
 	if (setup_bytes == 0)
 		setup_bytes = procstat_rss_bytes();
@@ -689,6 +694,158 @@ static int stdout_written(void)
 	return EXIT_USAGE;
 }
 
+/* The setup: the arena, the workload's setup (or, for --merge, what the
+ * saved context rebuilds), the task count, the freeze.  *t0 is when the
+ * setup began.  Returns 0 or -1 after a message. */
+static int setup_workload(const struct cli *cli, struct batch *b, uint64_t *t0)
+{
+	if (setup_arena_init(!cli->no_huge_pages) != 0)
+		return -1;
+	*t0 = now_ns();
+	b->workload = cli->workload;
+	b->outdir = cli->outdir;
+	b->verbose = cli->verbose;
+	setup_threads_set(choose_setup_threads(cli));
+	/* --merge needs no setup when the workload can rebuild what merge
+	 * and finish need from the saved context. */
+	int from_context = cli->nmerge > 0 && cli->workload->merge_setup != NULL
+		? merge_setup_state(cli->workload, cli->merge_paths, cli->nmerge, cli->wargc, cli->wargv,
+				    &b->state)
+		: 0;
+	if (from_context < 0)
+		return -1;
+	if (from_context == 0)
+		b->state = cli->workload->setup(cli->wargc, cli->wargv);
+	if (b->state == NULL)
+		return -1;
+	b->ntasks = cli->workload->ntasks(b->state);
+	uint64_t t1 = now_ns();
+	if (!cli->no_freeze && setup_arena_freeze() != 0)
+		return -1;
+	if (cli->verbose) {
+		char arena_line[256];
+		warnx_("%s: setup %.3f s, %zu tasks, %u setup thread%s", b->workload->name,
+		       (t1 - *t0) / 1e9, b->ntasks, cowrun_setup_threads(), cowrun_setup_threads() == 1 ? "" : "s");
+		warnx_("%s%s", arena_describe(setup_arena(), arena_line, sizeof arena_line),
+		       cli->no_freeze ? ", writable" : ", frozen");
+	}
+	return 0;
+}
+
+/* ---- cowrun serve: the run's steps as the server's hooks (serve.h) ---- */
+
+/* The server's command line and, in a generation, its setup. */
+static struct served {
+	struct cli cli;
+	struct batch b;
+} served;
+
+static int served_setup(void *ctx)
+{
+	struct served *s = ctx;
+	uint64_t t0;
+
+	return setup_workload(&s->cli, &s->b, &t0);
+}
+
+/* A request's options over the server's own, checked as if they were on
+ * its command line.  Returns 0 or EXIT_USAGE after a message. */
+static int apply_request(struct cli *cli, const struct proto_request *rq)
+{
+	static const int keys[PF_COUNT] = { 'j', 'T', 'S', 'y', 'H', 't', 'o', 'J' };
+
+	cli->seen = 0;
+	for (int f = 0; f < PF_COUNT; f++)
+		if ((rq->present & (1u << f)) && take_value(keys[f], rq->field[f], cli) != 0)
+			return EXIT_USAGE;
+	return 0;
+}
+
+static size_t served_want(void *ctx, const struct proto_request *rq)
+{
+	struct served *s = ctx;
+	struct cli cli = s->cli;
+	size_t *selected = NULL, count = s->b.ntasks;
+
+	if (apply_request(&cli, rq) != 0)
+		return 1;   /* its leader says why */
+	if (selection_active(&cli.selection)) {
+		if (selection_resolve(&cli.selection, s->b.ntasks, &selected, &count) != 0)
+			return 1;
+		free(selected);
+	}
+	return count ? jobs_resolve(&cli.jobs, cpu_count(), count) : 0;
+}
+
+/* In a leader: the batch, exactly as a fork-mode run's after its setup. */
+static int served_run(void *ctx, const struct proto_request *rq, size_t workers,
+		      const int files_in[3])
+{
+	const struct sidefiles_paths paths = {
+		.joblog = rq->present & (1u << PF_JOBLOG) ? rq->field[PF_JOBLOG] : NULL,
+		.by_fd = 1, .joblog_fd = files_in[1], .journal_fd = files_in[2],
+	};
+	struct served *s = ctx;
+	struct cli cli = s->cli;
+	struct batch b = { 0 };
+	struct sidefiles files;
+	int rc = apply_request(&cli, rq);
+
+	if (rc != 0)
+		return rc;
+	stdout_closed = 0;   /* standard output is the client's now */
+	cli.jobs = (struct jobs_spec){ JOBS_ABSOLUTE, workers ? (long long)workers : 1 };
+	b.workload = s->b.workload;
+	b.state = s->b.state;
+	b.ntasks = s->b.ntasks;
+	b.verbose = cli.verbose;
+	b.outdir = cli.outdir;
+	b.outdir_by_fd = 1;
+	b.outdir_fd = files_in[0];
+	sidefiles_init(&files, &paths);
+	rc = run_batch(&cli, &b, &files);
+	sidefiles_close(&files, &b, 0);
+	batch_free(&b);
+	return rc;
+}
+
+/* The server's command line: what a batch would be given that only the
+ * server can own (its side files) is refused.  Returns 0 or EXIT_USAGE. */
+static int check_served(const struct cli *cli)
+{
+	const char *bad = cli->mode != MODE_FORK ? "--mode other than fork" :
+		cli->nmerge ? "--merge" : cli->save_path ? "--save-results" :
+		cli->timeline_path ? "--timeline" : cli->joblog_path ? "--joblog" :
+		cli->resume ? "--resume" : cli->stats_path ? "--stats" :
+		cli->check_args ? "--check-args" : NULL;
+
+	if (bad == NULL)
+		return 0;
+	warnx_("serve: %s cannot be given to a server (not supported for served batches yet)", bad);
+	return EXIT_USAGE;
+}
+
+/* cowrun serve [SERVE OPTIONS] [RUNNER OPTIONS] WORKLOAD [ARGS]. */
+static int serve_command(int argc, char **argv)
+{
+	struct serve_config cfg;
+	int taken = serve_parse(argc, argv, &cfg), rc;
+
+	if (taken <= 0)
+		return taken == 0 ? stdout_written() : EXIT_USAGE;
+	/* The runner's options start after the last serve option, whose
+	 * slot stands for argv[0]. */
+	rc = parse_cli(argc - taken + 1, argv + taken - 1, &served.cli);
+	if (rc != 0)
+		return rc < 0 ? stdout_written() : rc;
+	if ((rc = check_served(&served.cli)) != 0)
+		return rc;
+	signal(SIGXFSZ, SIG_IGN);
+	task_set_current_workload(served.cli.workload->name);
+	const struct serve_hooks hooks = { served_setup, served_want, served_run, &served };
+	return serve_main(&cfg, &hooks);
+}
+
 int main(int argc, char **argv)
 {
 	struct cli cli;
@@ -696,6 +853,10 @@ int main(int argc, char **argv)
 	struct sidefiles files;
 
 	stdout_closed = (hold_standard_fds() & (1 << STDOUT_FILENO)) != 0;
+	if (argc > 1 && strcmp(argv[1], "serve") == 0)
+		return serve_command(argc - 1, argv + 1);
+	if (argc > 1 && strcmp(argv[1], "submit") == 0)
+		return submit_main(argc - 1, argv + 1);
 	int rc = parse_cli(argc, argv, &cli);
 
 	if (rc != 0)
@@ -718,36 +879,9 @@ int main(int argc, char **argv)
 	    sidefiles_lock(&files, cli.resume ? cli.workload->name : NULL) != 0)
 		return EXIT_USAGE;
 	rc = EXIT_USAGE;
-	if (setup_arena_init(!cli.no_huge_pages) != 0)
+	uint64_t t0;
+	if (setup_workload(&cli, &b, &t0) != 0)
 		goto out;
-	uint64_t t0 = now_ns();
-	b.workload = cli.workload;
-	b.outdir = cli.outdir;
-	b.verbose = cli.verbose;
-	setup_threads_set(choose_setup_threads(&cli));
-	/* --merge needs no setup when the workload can rebuild what merge
-	 * and finish need from the saved context. */
-	int from_context = cli.nmerge > 0 && cli.workload->merge_setup != NULL
-		? merge_setup_state(cli.workload, cli.merge_paths, cli.nmerge, cli.wargc, cli.wargv,
-				    &b.state)
-		: 0;
-	if (from_context < 0)
-		goto out;
-	if (from_context == 0)
-		b.state = cli.workload->setup(cli.wargc, cli.wargv);
-	if (b.state == NULL)
-		goto out;
-	b.ntasks = cli.workload->ntasks(b.state);
-	uint64_t t1 = now_ns();
-	if (!cli.no_freeze && setup_arena_freeze() != 0)
-		goto out;
-	if (cli.verbose) {
-		char arena_line[256];
-		warnx_("%s: setup %.3f s, %zu tasks, %u setup thread%s", b.workload->name,
-		       (t1 - t0) / 1e9, b.ntasks, cowrun_setup_threads(), cowrun_setup_threads() == 1 ? "" : "s");
-		warnx_("%s%s", arena_describe(setup_arena(), arena_line, sizeof arena_line),
-		       cli.no_freeze ? ", writable" : ", frozen");
-	}
 	rc = run_batch(&cli, &b, &files);
 	if (cli.verbose && b.ended_ns)
 		warnx_("%s: tasks %.3f s, merge and summary %.3f s, total %.3f s", b.workload->name,

@@ -86,9 +86,29 @@ int outdir_check_reports(const struct batch *b, const struct sidefiles *files)
 	struct name_list l = { check_task_names(b), b->ntasks };
 	if (l.names == NULL)
 		return -1;
+	if (b->outdir_by_fd) {   /* a served batch has no side file */
+		free_names(l.names, l.n);
+		return 0;
+	}
 	int rc = sidefiles_check_reports(files, b->outdir, is_task_name, &l);
 	free_names(l.names, l.n);
 	return rc;
+}
+
+/* A file can be created in the output directory: found now, not by every
+ * task in turn.  Returns 0 or -1 with errno. */
+static int probe_writable(int dirfd, const char *dir)
+{
+	char probe[PATH_MAX];
+
+	snprintf(probe, sizeof probe, "%s%s.cowrun-probe.%ld", dir ? dir : "", dir ? "/" : "",
+		 (long)getpid());
+	int fd = openat(dirfd, probe, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -1;
+	close(fd);
+	unlinkat(dirfd, probe, 0);
+	return 0;
 }
 
 int outdir_make(void *ctx)
@@ -97,22 +117,16 @@ int outdir_make(void *ctx)
 
 	if (!(b->workload->flags & COWRUN_WRITES_REPORTS))
 		return 0;
-	if (make_dirs(b->outdir) != 0) {
+	if (!b->outdir_by_fd && make_dirs(b->outdir) != 0) {
 		warnx_("cannot create output directory '%s': %s", b->outdir, strerror(errno));
 		return -1;
 	}
-	/* An existing directory we cannot write in is found now, not by
-	 * every task in turn. */
-	char probe[PATH_MAX];
-	snprintf(probe, sizeof probe, "%s/.cowrun-probe.%ld", b->outdir, (long)getpid());
-	int fd = open(probe, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-	if (fd < 0) {
+	if (probe_writable(batch_outdir_fd(b), batch_outdir_path(b)) != 0) {
 		warnx_("cannot write in output directory '%s': %s", b->outdir, strerror(errno));
 		return -1;
 	}
-	close(fd);
-	unlink(probe);
-	size_t removed = outdir_remove_stale(b->outdir);
+	size_t removed = b->outdir_by_fd ? outdir_remove_stale_at(b->outdir_fd)
+					 : outdir_remove_stale(b->outdir);
 	if (removed > 0 && b->verbose)
 		warnx_("removed %zu stale temporary files of dead runs from '%s'", removed,
 		       b->outdir);
@@ -144,15 +158,13 @@ static int alive(long pid)
 	return kill((pid_t)pid, 0) == 0 || errno == EPERM;
 }
 
-size_t outdir_remove_stale(const char *dir)
+/* The stale temporary files in an open directory stream. */
+static size_t remove_stale_in(DIR *d)
 {
 	const char *host = host_tag();
-	DIR *d = opendir(dir);
 	struct dirent *e;
 	size_t removed = 0;
 
-	if (d == NULL)
-		return 0;
 	while ((e = readdir(d)) != NULL) {
 		long pid = temp_pid(e->d_name, host);
 		if (pid <= 0 || alive(pid))
@@ -162,4 +174,21 @@ size_t outdir_remove_stale(const char *dir)
 	}
 	closedir(d);
 	return removed;
+}
+
+size_t outdir_remove_stale(const char *dir)
+{
+	DIR *d = opendir(dir);
+
+	return d ? remove_stale_in(d) : 0;
+}
+
+size_t outdir_remove_stale_at(int dirfd)
+{
+	int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+
+	if (d == NULL && fd >= 0)
+		close(fd);
+	return d ? remove_stale_in(d) : 0;
 }

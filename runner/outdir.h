@@ -19,7 +19,8 @@
 int outdir_check_reports(const struct batch *b, const struct sidefiles *files);
 
 /*
- * Create b->outdir (and its parents) and make sure a file can be created
+ * Create b->outdir (and its parents; not when the batch was given the
+ * directory as a descriptor, b->outdir_by_fd) and make sure a file can be created
  * in it: sidefiles_open()'s `prepare` step, `ctx` being the batch.
  * Then remove the stale temporary files of this host's dead runs from it
  * (outdir_remove_stale()).  Nothing for a workload that writes no reports.
@@ -35,5 +36,8 @@ int outdir_make(void *ctx);
  * left alone.  Returns how many were removed (0 if `dir` cannot be read).
  */
 size_t outdir_remove_stale(const char *dir);
+
+/* The same in an open directory (`dirfd` is the caller's, kept open). */
+size_t outdir_remove_stale_at(int dirfd);
 
 #endif

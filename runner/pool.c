@@ -56,11 +56,12 @@ static int pool_init(struct pool *p, struct batch *b, size_t workers,
 	p->parent_pid = getpid();
 	p->timeout_ns = opt->timeout_ns;
 	p->catch_frozen_writes = opt->catch_frozen_writes;
+	p->measure_memory = opt->measure_memory;
 	p->send_timing = b->joblog != NULL || b->timeline != NULL;
 	/* Each task is requeued at most once per attempt. */
 	p->requeue_cap = batch_count(b) * ((size_t)b->retries + 1) + workers;
 	p->slots = calloc(workers, sizeof *p->slots);
-	p->pollfds = calloc(workers + 1, sizeof *p->pollfds);
+	p->pollfds = calloc(workers + 2, sizeof *p->pollfds);
 	p->poll_slot = calloc(workers + 1, sizeof *p->poll_slot);
 	p->retry_queued = calloc(b->ntasks + 1, 1);
 	size_t slots_off = sizeof(struct shared_area);
@@ -259,7 +260,7 @@ static void settle_current_task(struct pool *p, size_t i, uint64_t k, int status
 		return;
 	if (b->workload->flags & COWRUN_WRITES_REPORTS) {
 		b->workload->task_name(b->state, (size_t)k, name, sizeof name);
-		task_remove_report(b->outdir, name, (long)s->pid);
+		task_remove_report(batch_outdir_fd(b), batch_outdir_path(b), name, (long)s->pid);
 	}
 	if (s->stopped_by_us) {
 		b->killed++; /* --halt now or a second signal: not finished, not failed */
@@ -525,10 +526,14 @@ static int wait_for_output(struct pool *p)
 		p->poll_slot[n++] = i;
 	}
 	p->pollfds[n] = (struct pollfd){ .fd = signals_fd(), .events = POLLIN };
-	if (poll(p->pollfds, n + 1, timeout) < 0)
+	/* A served batch's client: gone (or talking) means cancelled. */
+	p->pollfds[n + 1] = (struct pollfd){ .fd = signals_watched_fd(), .events = POLLIN };
+	if (poll(p->pollfds, n + 2, timeout) < 0)
 		return errno == EINTR ? 0 : -1;
 	if (p->pollfds[n].revents)
 		signals_drain();
+	if (p->pollfds[n + 1].revents)
+		signals_watched_gone();
 	for (size_t j = 0; j < n; j++)
 		if (p->pollfds[j].revents && service_worker(p, p->poll_slot[j]) != 0)
 			return -1;

@@ -16,6 +16,7 @@
 struct pool_options {
 	uint64_t timeout_ns;     /* --timeout per task; 0: none */
 	int catch_frozen_writes; /* the setup arena is frozen: name writers */
+	int measure_memory;      /* workers read their Pss (--stats, --verbose) */
 };
 
 struct pool_stats {

@@ -85,6 +85,7 @@ struct pool {
 	int send_timing;          /* workers send WIRE_TIMING frames */
 	uint64_t fork_started_ns; /* when the parent called fork() for it */
 	int catch_frozen_writes;  /* workers trap writes to the setup arena */
+	int measure_memory;       /* workers read their Pss at the end */
 	struct pool_stats *stats;
 };
 

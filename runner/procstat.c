@@ -43,7 +43,7 @@ static void read_rollup(struct worker_stats *s)
 	s->private_dirty_kb = field_kb(text, "\nPrivate_Dirty:");
 }
 
-void procstat_measure(struct worker_stats *s)
+void procstat_measure(struct worker_stats *s, int with_memory)
 {
 	struct rusage ru;
 
@@ -54,7 +54,8 @@ void procstat_measure(struct worker_stats *s)
 		s->user_us = (uint64_t)ru.ru_utime.tv_sec * 1000000u + (uint64_t)ru.ru_utime.tv_usec;
 		s->sys_us = (uint64_t)ru.ru_stime.tv_sec * 1000000u + (uint64_t)ru.ru_stime.tv_usec;
 	}
-	read_rollup(s);
+	if (with_memory)
+		read_rollup(s);
 }
 
 size_t procstat_rss_bytes(void)

@@ -26,8 +26,10 @@ struct worker_stats {
 	uint64_t slot, pid;
 };
 
-/* In the worker: fill everything but the parent's fields. */
-void procstat_measure(struct worker_stats *s);
+/* In the worker: fill everything but the parent's fields; the memory
+ * fields (Pss, private dirty: /proc/self/smaps_rollup, milliseconds in a
+ * process mapping a large setup) only `with_memory`, else 0. */
+void procstat_measure(struct worker_stats *s, int with_memory);
 
 /* Resident memory of this process (from /proc/self/statm), in bytes. */
 size_t procstat_rss_bytes(void);

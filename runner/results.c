@@ -525,17 +525,11 @@ int results_read_context(const char *path, struct results_context *context)
 
 /* ---- the journal ---- */
 
-int journal_open(struct results_writer *w, const char *path, const char *identity,
-		 long long keep)
+/* The journal's start on w->fd: cut back to `keep` bytes and appended
+ * to, or a fresh identity frame.  Returns 0 or -1 after a message (the
+ * descriptor then closed). */
+static int journal_start(struct results_writer *w, const char *identity, long long keep)
 {
-	memset(w, 0, sizeof *w);
-	snprintf(w->final, sizeof w->final, "%s", path);
-	snprintf(w->temp, sizeof w->temp, "%s", path);
-	w->fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | (keep > 0 ? 0 : O_TRUNC), 0666);
-	if (w->fd < 0) {
-		warnx_("cannot open results journal '%s': %s", path, strerror(errno));
-		return -1;
-	}
 	if (wire_writer_init(&w->out, w->fd, 1 << 16) != 0)
 		goto fail;
 	if (keep > 0) {
@@ -549,11 +543,44 @@ int journal_open(struct results_writer *w, const char *path, const char *identit
 	w->synced_ns = now_ns();
 	return 0;
 fail:
-	warnx_("cannot write results journal '%s': %s", path, strerror(errno));
+	warnx_("cannot write results journal '%s': %s", w->final, strerror(errno));
 	close(w->fd);
 	w->fd = -1;
 	wire_writer_free(&w->out);
 	return -1;
+}
+
+int journal_open(struct results_writer *w, const char *path, const char *identity,
+		 long long keep)
+{
+	memset(w, 0, sizeof *w);
+	snprintf(w->final, sizeof w->final, "%s", path);
+	snprintf(w->temp, sizeof w->temp, "%s", path);
+	w->fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | (keep > 0 ? 0 : O_TRUNC), 0666);
+	if (w->fd < 0) {
+		warnx_("cannot open results journal '%s': %s", path, strerror(errno));
+		return -1;
+	}
+	return journal_start(w, identity, keep);
+}
+
+int journal_open_fd(struct results_writer *w, int fd, const char *name, const char *identity,
+		    long long keep)
+{
+	struct stat st;
+
+	memset(w, 0, sizeof *w);
+	snprintf(w->final, sizeof w->final, "%s", name);
+	snprintf(w->temp, sizeof w->temp, "%s", name);
+	w->fd = fd;
+	if (keep == 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+	    (ftruncate(fd, 0) != 0 || lseek(fd, 0, SEEK_SET) < 0)) {
+		warnx_("cannot write results journal '%s': %s", name, strerror(errno));
+		close(fd);
+		w->fd = -1;
+		return -1;
+	}
+	return journal_start(w, identity, keep);
 }
 
 int journal_put(struct results_writer *w, enum wire_type type, size_t task,

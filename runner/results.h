@@ -115,6 +115,11 @@ int results_read_context(const char *path, struct results_context *context);
 int journal_open(struct results_writer *w, const char *path, const char *identity,
 		 long long keep);
 
+/* The same on a descriptor the caller opened (a served batch: passed by
+ * its client), which the writer then owns; `name` is for messages. */
+int journal_open_fd(struct results_writer *w, int fd, const char *name, const char *identity,
+		    long long keep);
+
 /* Append one outcome now.  Returns 0 or -1 after a message. */
 int journal_put(struct results_writer *w, enum wire_type type, size_t task,
 		const void *bytes, size_t length);

@@ -202,7 +202,7 @@ int sidefiles_check(const struct sidefiles *s)
 {
 	struct side_entry e[SIDEFILES_MAX];
 	struct file_id id[SIDEFILES_MAX];
-	size_t n = list_entries(s, e);
+	size_t n = s->paths.by_fd ? 0 : list_entries(s, e);
 
 	for (size_t i = 0; i < n; i++)
 		if (identify(&e[i], &id[i]) != 0)
@@ -256,6 +256,11 @@ int sidefiles_lock(struct sidefiles *s, const char *workload)
 {
 	if (s->paths.joblog == NULL)
 		return 0;
+	if (s->paths.by_fd) {
+		int fd = s->paths.joblog_fd;
+		s->paths.joblog_fd = -1;
+		return fd < 0 ? -1 : joblog_lock_fd(&s->joblog, fd, s->paths.joblog, lock_wait());
+	}
 	if (joblog_lock(&s->joblog, s->paths.joblog, lock_wait()) != 0)
 		return -1;
 	if (workload != NULL && joblog_read(&s->joblog, workload) != 0) {
@@ -346,7 +351,13 @@ static int open_in_place(struct sidefiles *s, struct batch *b, const char *ident
 	if (joblog_open(&s->joblog, joblog[0] == '+', s->paths.resume) != 0)
 		return -1;
 	b->joblog = &s->joblog;
-	if (journal_open(&s->journal, s->journal_path, identity, journal_keep) != 0)
+	if (s->paths.by_fd) {
+		int fd = s->paths.journal_fd;
+		s->paths.journal_fd = -1;
+		if (fd < 0 || journal_open_fd(&s->journal, fd, s->journal_path, identity,
+					      journal_keep) != 0)
+			return -1;
+	} else if (journal_open(&s->journal, s->journal_path, identity, journal_keep) != 0)
 		return -1;
 	b->journal = (struct outcome_sink){ put_journal, &s->journal };
 	return 0;

@@ -37,6 +37,12 @@ struct sidefiles_paths {
 	const char *joblog;      /* --joblog FILE, or +FILE to append */
 	const char *stats;       /* --stats FILE */
 	int resume;              /* --resume(-failed): append to the joblog */
+	/* A served batch (cowrun serve): its client opened the joblog and
+	 * its journal and passed them; the names are for messages only,
+	 * nothing is opened or checked by name, and the descriptors are this
+	 * module's to close. */
+	int by_fd;
+	int joblog_fd, journal_fd;
 };
 
 /* --timeline's file, written under a temporary name until it is kept. */

@@ -12,6 +12,7 @@
 
 static volatile sig_atomic_t received, last_signal;
 static int wake_pipe[2] = { -1, -1 };
+static int watched_fd = -1;
 
 static void on_signal(int sig)
 {
@@ -38,6 +39,36 @@ int signals_install(void)
 	if (sigaction(SIGINT, &sa, NULL) != 0 || sigaction(SIGTERM, &sa, NULL) != 0)
 		return -1;
 	return 0;
+}
+
+int signals_restart(void)
+{
+	if (wake_pipe[0] >= 0) {
+		close(wake_pipe[0]);
+		close(wake_pipe[1]);
+		wake_pipe[0] = wake_pipe[1] = -1;
+	}
+	received = last_signal = 0;
+	watched_fd = -1;
+	return signals_install();
+}
+
+void signals_watch(int fd)
+{
+	watched_fd = fd;
+}
+
+int signals_watched_fd(void)
+{
+	return watched_fd;
+}
+
+void signals_watched_gone(void)
+{
+	/* As a second signal: stop, and kill what runs. */
+	received += 2;
+	last_signal = SIGPIPE;
+	watched_fd = -1;
 }
 
 int signals_count(void)
@@ -71,5 +102,9 @@ void signals_reset_in_worker(void)
 		close(wake_pipe[0]);
 		close(wake_pipe[1]);
 		wake_pipe[0] = wake_pipe[1] = -1;
+	}
+	if (watched_fd >= 0) {
+		close(watched_fd);
+		watched_fd = -1;
 	}
 }

@@ -10,6 +10,19 @@
 /* Install the handlers.  Returns 0 or -1 with errno. */
 int signals_install(void);
 
+/* In a process forked from one that installed them (a served batch's
+ * leader): a fresh self-pipe, the counts back to 0, the handlers again,
+ * nothing watched.  Returns 0 or -1 with errno. */
+int signals_restart(void);
+
+/* Watch `fd` (a served batch's client connection; the caller keeps it):
+ * the pool polls it with the self-pipe, and any input or hangup on it
+ * means the client is gone: signals_watched_gone() counts it as a second
+ * signal (SIGPIPE): stop, kill the running workers.  -1: nothing. */
+void signals_watch(int fd);
+int signals_watched_fd(void);
+void signals_watched_gone(void);
+
 /* How many SIGINT/SIGTERM have arrived, and the last one (0 if none). */
 int signals_count(void);
 int signals_last(void);
@@ -20,7 +33,8 @@ int signals_fd(void);
 void signals_drain(void);
 
 /* In a freshly forked worker: SIGINT ignored (the terminal's Ctrl-C is the
- * parent's to handle), SIGTERM back to its default, the pipe closed. */
+ * parent's to handle), SIGTERM back to its default, the pipe and the
+ * watched descriptor closed. */
 void signals_reset_in_worker(void);
 
 #endif

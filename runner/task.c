@@ -84,7 +84,7 @@ FILE *cowrun_report(struct cowrun_task *task)
 	}
 	task_report_paths(task->temp_path, task->final_path, sizeof task->temp_path,
 			  task->outdir, task->name, (long)getpid());
-	int fd = open(task->temp_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+	int fd = openat(task->dirfd, task->temp_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
 	if (fd < 0 || (task->report = fdopen(fd, "w")) == NULL) {
 		cowrun_task_error(task, "cannot create '%s': %s", task->temp_path, strerror(errno));
 		if (fd >= 0)
@@ -108,11 +108,11 @@ static int commit_report(struct cowrun_task *t)
 		err = errno;
 	if (fclose(f) != 0 && err == 0)
 		err = errno;
-	if (err == 0 && rename(t->temp_path, t->final_path) != 0)
+	if (err == 0 && renameat(t->dirfd, t->temp_path, t->dirfd, t->final_path) != 0)
 		err = errno;
 	if (err != 0) {
 		cowrun_task_error(t, "cannot write '%s': %s", t->final_path, strerror(err));
-		unlink(t->temp_path);
+		unlinkat(t->dirfd, t->temp_path, 0);
 		return -1;
 	}
 	return 0;
@@ -121,19 +121,22 @@ static int commit_report(struct cowrun_task *t)
 void task_report_paths(char *temp, char *final, size_t size, const char *outdir,
 		       const char *name, long pid)
 {
-	snprintf(temp, size, "%s/.%s.%s.%ld.tmp", outdir, name, host_tag(), pid);
-	snprintf(final, size, "%s/%s", outdir, name);
+	const char *slash = outdir ? "/" : "";
+
+	outdir = outdir ? outdir : "";
+	snprintf(temp, size, "%s%s.%s.%s.%ld.tmp", outdir, slash, name, host_tag(), pid);
+	snprintf(final, size, "%s%s%s", outdir, slash, name);
 }
 
-void task_remove_report(const char *outdir, const char *name, long pid)
+void task_remove_report(int dirfd, const char *outdir, const char *name, long pid)
 {
 	char temp[PATH_MAX], final[PATH_MAX];
 
 	task_report_paths(temp, final, sizeof temp, outdir, name, pid);
-	unlink(temp);
+	unlinkat(dirfd, temp, 0);
 	/* A report left by an earlier run is not this run's: a failed task
 	 * has no report. */
-	unlink(final);
+	unlinkat(dirfd, final, 0);
 }
 
 static void discard_report(struct cowrun_task *t)
@@ -142,15 +145,16 @@ static void discard_report(struct cowrun_task *t)
 		return;
 	fclose(t->report);
 	t->report = NULL;
-	unlink(t->temp_path);
+	unlinkat(t->dirfd, t->temp_path, 0);
 }
 
 void task_init(struct cowrun_task *t, const struct cowrun_workload *w,
-	       const char *outdir)
+	       const char *outdir, int dirfd)
 {
 	memset(t, 0, sizeof *t);
 	t->workload = w;
 	t->outdir = outdir;
+	t->dirfd = dirfd;
 }
 
 int task_execute(struct cowrun_task *t, const void *state, size_t k)
@@ -173,7 +177,7 @@ int task_execute(struct cowrun_task *t, const void *state, size_t k)
 	return 0;
 failed:
 	if (t->workload->flags & COWRUN_WRITES_REPORTS)
-		task_remove_report(t->outdir, task_name_of(t, state), (long)getpid());
+		task_remove_report(t->dirfd, t->outdir, task_name_of(t, state), (long)getpid());
 	return -1;
 }
 

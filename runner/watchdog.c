@@ -176,7 +176,7 @@ static void remove_leftovers(const struct batch *b, pid_t child)
 		if (k == WATCH_NONE || !(b->workload->flags & COWRUN_WRITES_REPORTS))
 			continue;
 		b->workload->task_name(b->state, (size_t)k, name, sizeof name);
-		task_remove_report(b->outdir, name, (long)child);
+		task_remove_report(batch_outdir_fd(b), batch_outdir_path(b), name, (long)child);
 	}
 	for (size_t i = 0; i < WATCH_TEMPS; i++)
 		if (area->temps[i][0])

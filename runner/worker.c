@@ -151,11 +151,12 @@ static void catch_frozen_writes(struct shared_slot *me)
 }
 
 /* The worker's last frame: what it cost. */
-static int send_stats(struct wire_writer *out, uint64_t start_delay, uint64_t tasks)
+static int send_stats(struct wire_writer *out, uint64_t start_delay, uint64_t tasks,
+		      int with_memory)
 {
 	struct worker_stats s = { .start_delay_ns = start_delay, .tasks = tasks };
 
-	procstat_measure(&s);
+	procstat_measure(&s, with_memory);
 	return wire_put(out, WIRE_STATS, 0, &s, sizeof s);
 }
 
@@ -188,7 +189,8 @@ void worker_main(struct pool *p, size_t slot, int fd)
 		catch_frozen_writes(me);
 	if (wire_writer_init(&out, fd, PIPE_BUFFER_BYTES) != 0)
 		_exit(WORKER_EXIT_NOMEM);
-	task_init(&task, p->batch->workload, p->batch->outdir);
+	task_init(&task, p->batch->workload, batch_outdir_path(p->batch),
+		  batch_outdir_fd(p->batch));
 	for (;;) {
 		/* Flush before claiming: unsent results stay in one chunk. */
 		if (wire_flush(&out) != 0)
@@ -215,7 +217,7 @@ void worker_main(struct pool *p, size_t slot, int fd)
 		last_ns = now_ns() - start;
 	}
 leave:
-	if (send_stats(&out, start_delay, tasks) != 0 || wire_flush(&out) != 0)
+	if (send_stats(&out, start_delay, tasks, p->measure_memory) != 0 || wire_flush(&out) != 0)
 		_exit(WORKER_EXIT_PIPE);
 	_exit(0);
 }

@@ -6,7 +6,7 @@
 load helpers
 
 # trace_run ARGS...: cowrun ARGS under the reaper, its file operations
-# (openat, fsync, rename) traced in every process and thread, one file
+# (openat, fsync, rename or renameat) traced in every process and thread, one file
 # each: $BATS_TEST_TMPDIR/trace/t.PID.  (Under make check-asan, without
 # LeakSanitizer, which cannot work under ptrace.)
 trace_run() {
@@ -36,7 +36,7 @@ check_report_trace() {
 		}
 	}
 	/fsync\(/ { split($0, a, /[()]/); if (FILENAME in fd && a[2] == fd[FILENAME]) synced[FILENAME] = 1 }
-	/rename\(/ {
+	/rename(at2?)?\(/ {
 		split($0, q, "\""); from = q[2]; to = q[4]
 		if (!(FILENAME in temp) || from != temp[FILENAME]) fail("renamed from a file it did not write: " $0)
 		if (!synced[FILENAME]) fail("renamed before fsync: " $0)

@@ -1,0 +1,238 @@
+/*
+ * proto.c - the serve/submit messages: encoding, checked decoding, and
+ * sending them with descriptors.  See proto.h.
+ */
+#define _GNU_SOURCE
+#include "proto.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define HEADER_LEN 12
+
+static void put16(unsigned char *p, unsigned v) { p[0] = v & 0xff; p[1] = (v >> 8) & 0xff; }
+static void put32(unsigned char *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (v >> (8 * i)) & 0xff;
+}
+static unsigned get16(const unsigned char *p) { return p[0] | (unsigned)p[1] << 8; }
+static uint32_t get32(const unsigned char *p)
+{
+	return p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+int proto_set(struct proto_request *rq, enum proto_field f, const char *text)
+{
+	size_t n = strlen(text);
+
+	if ((unsigned)f >= PF_COUNT || n >= PROTO_FIELD_MAX)
+		return -1;
+	memcpy(rq->field[f], text, n + 1);
+	rq->present |= 1u << f;
+	return 0;
+}
+
+static void put_header(unsigned char *buf, const char *magic, unsigned type, size_t body)
+{
+	memcpy(buf, magic, 4);
+	put16(buf + 4, PROTO_VERSION);
+	put16(buf + 6, type);
+	put32(buf + 8, (uint32_t)body);
+}
+
+long proto_encode_request(const struct proto_request *rq, unsigned char *buf, size_t size)
+{
+	size_t at = HEADER_LEN;
+
+	if (rq->type < PROTO_RUN || rq->type > PROTO_RELOAD || size < HEADER_LEN)
+		return -1;
+	for (unsigned f = 0; f < PF_COUNT; f++) {
+		if (!(rq->present & (1u << f)))
+			continue;
+		size_t n = strnlen(rq->field[f], PROTO_FIELD_MAX);
+		if (n >= PROTO_FIELD_MAX || at + 3 + n > size || at + 3 + n > PROTO_MSG_MAX)
+			return -1;
+		buf[at] = (unsigned char)f;
+		put16(buf + at + 1, (unsigned)n);
+		memcpy(buf + at + 3, rq->field[f], n);
+		at += 3 + n;
+	}
+	put_header(buf, "CWRQ", rq->type, at - HEADER_LEN);
+	return (long)at;
+}
+
+long proto_encode_reply(const struct proto_reply *rp, unsigned char *buf, size_t size)
+{
+	size_t n = strnlen(rp->text, PROTO_TEXT_MAX);
+
+	if (rp->type < PROTO_EXIT || rp->type > PROTO_TEXT || n >= PROTO_TEXT_MAX ||
+	    HEADER_LEN + 4 + n > size || HEADER_LEN + 4 + n > PROTO_MSG_MAX)
+		return -1;
+	put_header(buf, "CWRP", rp->type, 4 + n);
+	put32(buf + HEADER_LEN, (uint32_t)rp->status);
+	memcpy(buf + HEADER_LEN + 4, rp->text, n);
+	return (long)(HEADER_LEN + 4 + n);
+}
+
+/* The header's checks, common to both directions.  Returns the type or -1. */
+static int check_header(const unsigned char *buf, size_t len, const char *magic,
+			const char **why)
+{
+	if (len < HEADER_LEN || len > PROTO_MSG_MAX)
+		return *why = "bad message length", -1;
+	if (memcmp(buf, magic, 4) != 0)
+		return *why = "not a cowrun message", -1;
+	if (get16(buf + 4) != PROTO_VERSION)
+		return *why = "unsupported protocol version", -1;
+	if (get32(buf + 8) != len - HEADER_LEN)
+		return *why = "body length does not match the message", -1;
+	return (int)get16(buf + 6);
+}
+
+int proto_decode_request(const unsigned char *buf, size_t len, struct proto_request *rq,
+			 const char **why)
+{
+	int type = check_header(buf, len, "CWRQ", why);
+
+	memset(rq, 0, sizeof *rq);
+	if (type < 0)
+		return -1;
+	if (type < PROTO_RUN || type > PROTO_RELOAD)
+		return *why = "unknown request type", -1;
+	rq->type = (unsigned)type;
+	for (size_t at = HEADER_LEN; at < len;) {
+		if (len - at < 3)
+			return *why = "truncated field", -1;
+		unsigned tag = buf[at], n = get16(buf + at + 1);
+		if (tag >= PF_COUNT)
+			return *why = "unknown field", -1;
+		if (rq->present & (1u << tag))
+			return *why = "field given twice", -1;
+		if (n >= PROTO_FIELD_MAX || n > len - at - 3)
+			return *why = "field longer than the message or the limit", -1;
+		if (memchr(buf + at + 3, '\0', n) != NULL)
+			return *why = "NUL inside a field", -1;
+		memcpy(rq->field[tag], buf + at + 3, n);
+		rq->field[tag][n] = '\0';
+		rq->present |= 1u << tag;
+		at += 3 + n;
+	}
+	return 0;
+}
+
+int proto_decode_reply(const unsigned char *buf, size_t len, struct proto_reply *rp,
+		       const char **why)
+{
+	int type = check_header(buf, len, "CWRP", why);
+
+	memset(rp, 0, sizeof *rp);
+	if (type < 0)
+		return -1;
+	if (type < PROTO_EXIT || type > PROTO_TEXT)
+		return *why = "unknown reply type", -1;
+	if (len < HEADER_LEN + 4)
+		return *why = "reply without a status", -1;
+	size_t n = len - HEADER_LEN - 4;
+	if (n >= PROTO_TEXT_MAX || memchr(buf + HEADER_LEN + 4, '\0', n) != NULL)
+		return *why = "bad reply text", -1;
+	rp->type = (unsigned)type;
+	rp->status = (int32_t)get32(buf + HEADER_LEN);
+	memcpy(rp->text, buf + HEADER_LEN + 4, n);
+	rp->text[n] = '\0';
+	return 0;
+}
+
+int proto_send(int sock, const void *buf, size_t len, const int *fds, size_t nfds)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * PROTO_FDS_MAX)];
+		struct cmsghdr align;
+	} control;
+	struct iovec iov = { (void *)buf, len };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
+
+	if (nfds > PROTO_FDS_MAX)
+		return errno = EINVAL, -1;
+	if (nfds > 0) {
+		memset(&control, 0, sizeof control);
+		msg.msg_control = control.buf;
+		msg.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
+		struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
+		memcpy(CMSG_DATA(c), fds, sizeof(int) * nfds);
+	}
+	ssize_t n;
+	while ((n = sendmsg(sock, &msg, MSG_NOSIGNAL)) < 0 && errno == EINTR)
+		;
+	if (n < 0)
+		return -1;
+	return (size_t)n == len ? 0 : (errno = EMSGSIZE, -1);
+}
+
+/* Take the descriptors out of a received message's control data. */
+static size_t take_fds(struct msghdr *msg, int *fds, size_t max, int *overflow)
+{
+	size_t got = 0;
+
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(msg); c; c = CMSG_NXTHDR(msg, c)) {
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		size_t n = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (size_t i = 0; i < n; i++) {
+			int fd;
+			memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
+			if (got < max)
+				fds[got++] = fd;
+			else {
+				close(fd);
+				*overflow = 1;
+			}
+		}
+	}
+	return got;
+}
+
+long proto_recv(int sock, void *buf, size_t size, int *fds, size_t *nfds)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * PROTO_FDS_MAX)];
+		struct cmsghdr align;
+	} control;
+	struct iovec iov = { buf, size };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1,
+			      .msg_control = control.buf, .msg_controllen = sizeof control.buf };
+	ssize_t n;
+	int overflow = 0;
+
+	*nfds = 0;
+	while ((n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT)) < 0 && errno == EINTR)
+		;
+	if (n < 0)
+		return -1;
+	*nfds = take_fds(&msg, fds, PROTO_FDS_MAX, &overflow);
+	if (overflow || (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC))) {
+		for (size_t i = 0; i < *nfds; i++)
+			close(fds[i]);
+		*nfds = 0;
+		return errno = EMSGSIZE, -1;
+	}
+	return (long)n;
+}
+
+int proto_reply(int sock, unsigned type, int status, const char *text)
+{
+	static struct proto_reply rp;
+	unsigned char buf[PROTO_MSG_MAX];
+
+	rp.type = type;
+	rp.status = status;
+	snprintf(rp.text, sizeof rp.text, "%s", text ? text : "");
+	long len = proto_encode_reply(&rp, buf, sizeof buf);
+	return len < 0 ? -1 : proto_send(sock, buf, (size_t)len, NULL, 0);
+}

@@ -1,0 +1,76 @@
+/*
+ * serve.h - `cowrun serve`: keep a workload's setup warm and run batches
+ * on request (`cowrun submit`) over a Unix socket.
+ *
+ * Three kinds of process, each single-threaded when it forks:
+ *   master      owns the socket; accepts, checks the peer's uid, reads and
+ *               checks each request within a deadline, answers status and
+ *               reload requests itself, and passes a run request with its
+ *               descriptors to the current generation.  Never runs a setup.
+ *   generation  forked by the master: runs the setup once (arena, freeze),
+ *               then forks one leader per request, at most --max-workers
+ *               workers across its running batches (a request that would
+ *               pass it waits).  A reload starts a new one; the old one
+ *               exits once its batches have ended.
+ *   leader      one request's batch: today's fork-mode batch (the hooks'
+ *               run()), writing to the client's standard output and error
+ *               and its output directory, passed as descriptors; then the
+ *               exit status to the client.  A client that goes away
+ *               cancels its batch.
+ * main.c owns the run's steps and gives them as hooks; this module owns
+ * the processes, the socket and the messages (proto.h).
+ */
+#ifndef COWRUN_SERVE_H
+#define COWRUN_SERVE_H
+
+#include "proto.h"
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#define SERVE_ALLOW_MAX 16
+
+struct serve_config {
+	const char *socket_path;
+	unsigned socket_mode;        /* 0600 unless --socket-mode */
+	uid_t allow_uid[SERVE_ALLOW_MAX]; /* besides the server's own */
+	size_t nallow;
+	size_t max_workers;          /* across running batches; 0: the CPUs */
+	const char *pidfile;
+	int read_timeout_ms;         /* a request must arrive within this */
+};
+
+struct serve_hooks {
+	/* In a new generation: the workload's setup.  0, or -1 after a
+	 * message on standard error. */
+	int (*setup)(void *ctx);
+	/* In the generation: the workers a request's batch would use at
+	 * most (its -j, its task count); 0 if it runs none. */
+	size_t (*want_workers)(void *ctx, const struct proto_request *rq);
+	/* In the leader: run the batch with at most `workers` workers;
+	 * files[0] is the client's output directory (kept open), files[1]
+	 * and files[2] its joblog and journal (-1 without --joblog; the run
+	 * owns them); standard output and error are the client's.  Returns
+	 * the exit status. */
+	int (*run)(void *ctx, const struct proto_request *rq, size_t workers, const int files[3]);
+	void *ctx;
+};
+
+/* Take the serve options at the front of argv (argv[0] is "serve"):
+ * --socket PATH (required), --socket-mode OCTAL, --allow-uid UID
+ * (repeatable), --max-workers N, --pidfile FILE, --read-timeout MS (a
+ * request must arrive within it; default 2000).  Returns how many
+ * arguments were taken (argv[that - 1] is the last serve option, where the
+ * runner's options take over), 0 after --help, or -1 after a message. */
+int serve_parse(int argc, char **argv, struct serve_config *cfg);
+
+/* Run the server until SIGTERM or SIGINT (a second one kills running
+ * batches).  Returns the exit status: 0, or 255 after a message (the
+ * socket could not be made, the first setup failed). */
+int serve_main(const struct serve_config *cfg, const struct serve_hooks *hooks);
+
+/* `cowrun submit ...` (argv[0] is "submit").  Returns the exit status:
+ * the batch's, or 255 (bad usage, refused) or 254 (server lost). */
+int submit_main(int argc, char **argv);
+
+#endif

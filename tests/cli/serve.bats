@@ -1,0 +1,341 @@
+#!/usr/bin/env bats
+# cowrun serve and cowrun submit (issue 18): the setup kept warm in a
+# generation, one leader per request running today's fork-mode batch
+# through the client's own descriptors; reload, status, signals; the
+# peer's uid checked; malformed requests answered, never a crash.  Every
+# server runs under the reaper: it must leave no process behind.
+
+load helpers
+
+setup() {
+	D=$(mktemp -d /tmp/cws.XXXXXX)   # short: sun_path holds 108 bytes
+	S=$D/s
+	srv=
+}
+
+teardown() {
+	if [ -n "$srv" ] && kill -0 "$srv" 2>/dev/null; then
+		[ -f "$D/pid" ] && kill -KILL "$(cat "$D/pid")" 2>/dev/null
+		wait "$srv" || true
+	fi
+	rm -rf "$D"
+}
+
+submit() {
+	"$COWRUN" submit --socket "$S" "$@"
+}
+
+# start_server [SERVE OPTIONS] [RUNNER OPTIONS] WORKLOAD ARGS: in the
+# background under the reaper; returns once it answers a status request.
+start_server() {
+	"$REAPER" "$COWRUN" serve --socket "$S" --pidfile "$D/pid" "$@" 2>>"$D/log" &
+	srv=$!
+	for _ in $(seq 400); do
+		submit --status >/dev/null 2>&1 && return 0
+		kill -0 "$srv" 2>/dev/null || break
+		sleep 0.05
+	done
+	cat "$D/log" >&2
+	return 1
+}
+
+# stop_server: SIGTERM to the master; the reaper's status is in $status.
+stop_server() {
+	kill -TERM "$(cat "$D/pid")"
+	status=0
+	wait "$srv" || status=$?
+	srv=
+	if [ "$status" -eq 99 ]; then cat "$D/log" >&2; return 1; fi
+}
+
+# wait_for CMD...: until it succeeds (5 s at most).
+wait_for() {
+	for _ in $(seq 100); do
+		"$@" && return 0
+		sleep 0.05
+	done
+	echo "timed out waiting for: $*" >&2
+	return 1
+}
+
+@test "a served batch is byte-identical to a direct run: stdout, reports, exit status" {
+	start_server -j 2 sales --rows 200000 --stores 8
+	submit -o "$D/served" >"$D/served.out"
+	cowrun -j 2 -o "$D/direct" sales --rows 200000 --stores 8 >"$D/direct.out"
+	cmp "$D/served.out" "$D/direct.out"
+	diff -r "$D/served" "$D/direct"
+	[ "$(ls "$D/served" | wc -l)" -eq 8 ]
+	# A relative -o is the client's: reports land under its cwd, through
+	# the directory it opened, not under the server's cwd by name.
+	mkdir "$D/c"
+	(cd "$D/c" && submit -o rel --tasks 2 >/dev/null)
+	[ -f "$D/c/rel/store-0003.txt" ] || { ls -R "$D/c" >&2; false; }
+	[ ! -e rel ]
+	submit -o "$D/served2" --tasks 1,5 -j 1 >"$D/served2.out"
+	cowrun -j 1 -o "$D/direct2" --tasks 1,5 sales --rows 200000 --stores 8 >"$D/direct2.out"
+	cmp "$D/served2.out" "$D/direct2.out"
+	diff -r "$D/served2" "$D/direct2"
+	stop_server
+	[ "$status" -eq 0 ]
+
+	start_server -j 2 selftest --tasks 20 --report-bytes 100 --result-bytes 16 --fail 3
+	run -1 --separate-stderr submit -o "$D/s3"
+	cowrun -o "$D/d3" selftest --tasks 20 --report-bytes 100 --result-bytes 16 --fail 3 >"$D/d3.out" || [ $? -eq 1 ]
+	[ "$output" = "$(cat "$D/d3.out")" ]
+	diff -r "$D/s3" "$D/d3"
+	# A bad option is the batch's usage error, said as cowrun says it.
+	run -255 --separate-stderr submit --tasks 99
+	[[ "$stderr" == *"task 99"* ]]
+	run -255 --separate-stderr submit -j x
+	[[ "$stderr" == *"-j: bad value 'x'"* ]]
+	stop_server
+	[ "$status" -eq 0 ]
+	[ ! -e "$S" ] && [ ! -e "$D/pid" ]
+}
+
+@test "submit --status lists the generations; submit's own usage errors exit 255" {
+	start_server selftest --tasks 3
+	run -0 submit --status
+	[[ "$output" == *"generation 1 pid "*" ready, 0 batches running"* ]]
+	run -255 "$COWRUN" submit --status
+	run -255 submit --bogus
+	run -255 submit selftest
+	stop_server
+	run -255 "$COWRUN" submit --socket "$S" --status
+	[[ "$output" == *"cannot connect"* ]]
+}
+
+@test "two clients at once each get their own batch, the total capped by --max-workers" {
+	start_server --max-workers 3 selftest --tasks 12 --sleep-ms 100 --mark-start "$D/m"
+	submit -j 2 --tasks 0-5 >"$D/a.out" & a=$!
+	submit -j 2 --tasks 6-11 >"$D/b.out" & b=$!
+	# Both run at once, within the cap: 2 + 1 workers.
+	wait_for eval 'submit --status | grep -q "2 batches running"'
+	run -0 submit --status
+	[[ "$output" == *"2 workers"* && "$output" == *"1 workers"* ]]
+	wait "$a"; wait "$b"
+	cowrun -j 2 --tasks 0-5 selftest --tasks 12 --sleep-ms 100 >"$D/a.direct"
+	cowrun -j 2 --tasks 6-11 selftest --tasks 12 --sleep-ms 100 >"$D/b.direct"
+	cmp "$D/a.out" "$D/a.direct"
+	cmp "$D/b.out" "$D/b.direct"
+	stop_server
+	[ "$status" -eq 0 ]
+}
+
+@test "reload during a batch: it ends on the old generation, new requests go to the new; a failed reload keeps the old" {
+	echo one >"$D/in"
+	start_server -j 2 selftest --tasks 4 --sleep-ms 400 --input "$D/in" --mark-start "$D/m"
+	submit >"$D/a.out" & a=$!
+	wait_for compgen -G "$D/m/task-*" >/dev/null
+	run -0 submit --reload
+	[[ "$output" == *"generation 2 "*"is ready"* ]]
+	run -0 submit --status
+	[[ "$output" == *"generation 1 pid "*"retiring, 1 batches running"* ]]
+	[[ "$output" == *"generation 2 pid "*"ready, 0 batches running"* ]]
+	wait "$a"
+	cowrun -j 2 selftest --tasks 4 --sleep-ms 400 --input "$D/in" >"$D/a.direct"
+	cmp "$D/a.out" "$D/a.direct"
+	wait_for eval '! submit --status | grep -q "generation 1 "'
+	# The setup fails (its input is gone): the old generation still serves.
+	rm "$D/in"
+	run -255 --separate-stderr submit --reload
+	[[ "$stderr" == *"reload failed: generation 3's setup failed"*"the previous generation still serves"* ]]
+	[[ "$stderr" == *"cannot"* ]]   # the setup's own message, passed on
+	run -0 submit --tasks 0 --status
+	[[ "$output" == *"generation 2 pid "*"ready"* ]]
+	run -0 submit --tasks 1
+	# SIGHUP reloads too.
+	echo one >"$D/in"
+	kill -HUP "$(cat "$D/pid")"
+	wait_for eval 'submit --status | grep -q "generation 4 pid .* ready"'
+	stop_server
+	[ "$status" -eq 0 ]
+}
+
+@test "a client that goes away cancels its batch: workers killed, no report, partial or final" {
+	start_server -j 2 selftest --tasks 6 --sleep-ms 30000 --report-bytes 100 --mark-start "$D/m"
+	mkdir "$D/out"
+	"$COWRUN" submit --socket "$S" -o "$D/out" & a=$!   # the client itself, not a subshell
+	wait_for eval '[ "$(ls "$D/m" | wc -l)" -eq 2 ]'
+	kill -KILL "$a"
+	wait "$a" || true
+	wait_for eval 'submit --status | grep -q "ready, 0 batches running"'
+	# The workers are gone too: the task's pids in the mark files.
+	for f in "$D"/m/task-*; do
+		! kill -0 "${f##*.}" 2>/dev/null
+	done
+	[ -z "$(ls -A "$D/out")" ]
+	grep -q "generation 1" "$D/log"
+	stop_server
+	[ "$status" -eq 0 ]
+}
+
+# send_raw HEX [FDS]: one SOCK_SEQPACKET message to the server; prints
+# the reply's type, status and text, or "closed".
+send_raw() {
+	python3 - "$S" "$@" <<'PY'
+import socket, struct, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+s.connect(sys.argv[1])
+data = bytes.fromhex(sys.argv[2]) if sys.argv[2] != "none" else None
+fds = [0] * int(sys.argv[3]) if len(sys.argv) > 3 else []
+if data is not None:
+    s.sendmsg([data], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, struct.pack("i" * len(fds), *fds))] if fds else [])
+r = s.recv(8192)
+if not r:
+    print("closed")
+else:
+    print(r[:4].decode(), struct.unpack("<H", r[6:8])[0], struct.unpack("<i", r[12:16])[0], r[16:].decode())
+PY
+}
+
+@test "malformed requests get an error reply and the server goes on" {
+	start_server --read-timeout 300 selftest --tasks 2
+	run -0 send_raw 6e6f6e73656e7365
+	[[ "$output" == "CWRP 2 255 bad request: "* ]]
+	# A wrong version, a body length that lies, an unknown type, an
+	# unknown field, a field past the end, a field given twice, a NUL.
+	for msg in "4357525102000100""00000000" \
+		   "435752510100010005000000" \
+		   "435752510100090000000000" \
+		   "435752510100010003000000""090000" \
+		   "435752510100010005000000""0105003031" \
+		   "435752510100010008000000""0101003101010032" \
+		   "435752510100010004000000""01010000"; do
+		run -0 send_raw "$msg"
+		[[ "$output" == "CWRP 2 255 bad request: "* ]]
+	done
+	# A run request needs its three descriptors; a status request none.
+	run -0 send_raw 435752510100010000000000
+	[[ "$output" == *"3 descriptors"* ]]
+	run -0 send_raw 435752510100020000000000 1
+	[[ "$output" == *"descriptors with a request that takes none"* ]]
+	# Longer than any request: refused, not cut.
+	run -0 send_raw "$(head -c 5000 /dev/zero | od -An -v -tx1 | tr -d ' \n')"
+	[[ "$output" == *"message too long"* ]]
+	# Nothing within the deadline.
+	run -0 send_raw none
+	[[ "$output" == *"no request within the deadline"* ]]
+	run -0 submit --status
+	[[ "$output" == *"ready"* ]]
+	stop_server
+	[ "$status" -eq 0 ]
+}
+
+@test "another uid is refused by its credentials, even on a socket it may open" {
+	chmod 711 "$D"
+	start_server --socket-mode 0666 selftest --tasks 2
+	run -255 setpriv --reuid=nobody --regid=nogroup --clear-groups "$COWRUN" submit --socket "$S" --status
+	[[ "$output" == *"permission denied"* ]]
+	grep -q "refused a connection from uid 65534" "$D/log"
+	stop_server
+	start_server --socket-mode 0666 --allow-uid 65534 selftest --tasks 2
+	run -0 setpriv --reuid=nobody --regid=nogroup --clear-groups "$COWRUN" submit --socket "$S" --status
+	[[ "$output" == *"generation 1"* ]]
+	stop_server
+	[ "$status" -eq 0 ]
+}
+
+@test "the socket's place is checked: a world-writable directory, a live server, a long path" {
+	run -255 cowrun serve --socket /tmp/cw-test-$$ selftest
+	[[ "$output" == *"must be a directory of your own that others cannot write in"* ]]
+	mkdir -m 1777 "$D/pub"
+	run -255 cowrun serve --socket "$D/pub/s" selftest
+	run -255 cowrun serve --socket "$D/$(printf 'x%.0s' $(seq 120))" selftest
+	[[ "$output" == *"too long"* ]]
+	run -255 cowrun serve selftest
+	run -255 cowrun serve --socket "$D/s" --mode omp selftest
+	start_server selftest --tasks 2
+	run -255 cowrun serve --socket "$S" selftest
+	[[ "$output" == *"another server is listening"* ]]
+	[ "$(stat -c %a "$S")" = 600 ]
+	stop_server
+	[ "$status" -eq 0 ]
+	# A first setup that fails: no server.
+	run -255 cowrun serve --socket "$S" selftest --input "$D/missing"
+	[[ "$output" == *"the first setup failed"* ]]
+	[ ! -e "$S" ]
+}
+
+@test "SIGTERM lets the running batch finish and leaves nothing; a second one kills it" {
+	start_server -j 2 selftest --tasks 4 --sleep-ms 300 --mark-start "$D/m"
+	submit >"$D/a.out" & a=$!
+	wait_for compgen -G "$D/m/task-*" >/dev/null
+	kill -TERM "$(cat "$D/pid")"
+	wait "$a"
+	cowrun -j 2 selftest --tasks 4 --sleep-ms 300 >"$D/a.direct"
+	cmp "$D/a.out" "$D/a.direct"
+	status=0; wait "$srv" || status=$?; srv=
+	[ "$status" -eq 0 ]
+	[ ! -e "$S" ] && [ ! -e "$D/pid" ]
+
+	rm -rf "$D/m"
+	start_server -j 2 selftest --tasks 4 --sleep-ms 30000 --mark-start "$D/m"
+	submit 2>"$D/a.err" & a=$!
+	wait_for eval '[ "$(ls "$D/m" | wc -l)" -eq 2 ]'
+	kill -TERM "$(cat "$D/pid")"
+	sleep 0.2
+	kill -TERM "$(cat "$D/pid")"
+	status=0; wait "$a" || status=$?
+	[ "$status" -eq 143 ]
+	grep -q "interrupted" "$D/a.err"
+	status=0; wait "$srv" || status=$?; srv=
+	[ "$status" -eq 0 ]
+}
+
+@test "a thousand quick requests: no zombie, the leaders all reaped" {
+	start_server selftest --tasks 4
+	gen=$(submit --status | sed -n 's/^generation 1 pid \([0-9]*\) .*/\1/p')
+	for i in $(seq 1000); do
+		submit --tasks 0 >/dev/null || { echo "request $i failed" >&2; false; }
+	done
+	run -0 submit --status
+	[[ "$output" == *"requests 1000"* && "$output" == *"0 batches running"* ]]
+	[ -z "$(ps --ppid "$gen" -o pid= )" ]
+	stop_server
+	[ "$status" -eq 0 ]
+}
+
+@test "--joblog: the client's joblog and journal, as a direct run writes them; a direct --resume reads them" {
+	COWRUN_LOCK_WAIT=0.2 start_server -j 2 selftest --tasks 6 --fail 2   # the leader waits
+	cd "$D"
+	run -1 --separate-stderr submit --joblog "$D/j.log" --retries 1
+	served_out=$output served_err=$stderr
+	run -1 --separate-stderr cowrun -j 2 --joblog "$D/k.log" --retries 1 selftest --tasks 6 --fail 2
+	[ "$served_out" = "$output" ] && [ "$served_err" = "$stderr" ]
+	diff <(cut -f1,2,5-9 "$D/j.log" | sort) <(cut -f1,2,5-9 "$D/k.log" | sort)
+	[ "$(wc -l <"$D/j.log")" -eq 8 ]   # header, 6 tasks, one retry
+	# The journal belongs to this batch: a direct --resume merges it all.
+	run -1 --separate-stderr cowrun -j 2 --joblog "$D/j.log" --resume selftest --tasks 6 --fail 2
+	[ "$output" = "$served_out" ]
+	# One run at a time on a joblog: a served batch takes its lock too.
+	exec 9>>"$D/j.log"
+	flock 9
+	run -255 --separate-stderr submit --joblog "$D/j.log"
+	[[ "$stderr" == *"in use by another cowrun run"* ]]
+	exec 9>&-
+	stop_server
+	[ "$status" -eq 0 ]
+}
+
+@test "while a new generation sets up, the master answers and the old one serves" {
+	echo one >"$D/in"
+	start_server -j 2 selftest --tasks 4 --input "$D/in"
+	cowrun -j 2 selftest --tasks 4 --input "$D/in" >"$D/direct.out"
+	# The new setup blocks reading its input (a FIFO) until we write it.
+	rm "$D/in"
+	mkfifo "$D/in"
+	submit --reload >"$D/reload.out" & r=$!
+	wait_for eval 'submit --status | grep -q "generation 2 pid .* loading"'
+	run -0 submit --status
+	[[ "$output" == *"generation 1 pid "*" ready"* ]]
+	submit >"$D/during.out"
+	cmp "$D/during.out" "$D/direct.out"
+	echo one >"$D/in"
+	wait "$r"
+	grep -q "generation 2 .*is ready" "$D/reload.out"
+	submit >"$D/after.out"
+	cmp "$D/after.out" "$D/direct.out"
+	stop_server
+	[ "$status" -eq 0 ]
+}
