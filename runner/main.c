@@ -782,7 +782,7 @@ static int served_run(void *ctx, const struct proto_request *rq, size_t workers,
 		      const int files_in[3])
 {
 	const struct sidefiles_paths paths = {
-		.joblog = rq->present & (1u << PF_JOBLOG) ? rq->field[PF_JOBLOG] : NULL,
+		.joblog = (rq->present & (1u << PF_JOBLOG)) ? rq->field[PF_JOBLOG] : NULL,
 		.by_fd = 1, .joblog_fd = files_in[1], .journal_fd = files_in[2],
 	};
 	struct served *s = ctx;

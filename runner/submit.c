@@ -207,7 +207,7 @@ int submit_main(int argc, char **argv)
 		return EXIT_BAD;
 	}
 	if (a.rq.type == PROTO_RUN) {
-		const char *outdir = a.rq.present & (1u << PF_OUTDIR) ? a.rq.field[PF_OUTDIR] : "out";
+		const char *outdir = (a.rq.present & (1u << PF_OUTDIR)) ? a.rq.field[PF_OUTDIR] : "out";
 		if ((dir = open_outdir(outdir)) < 0) {
 			close(sock);
 			return EXIT_BAD;
