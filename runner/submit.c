@@ -161,13 +161,12 @@ static int await_reply(int sock)
 	const char *why;
 	int fds[PROTO_FDS_MAX];
 	size_t nfds;
-	long n;
 
 	for (;;) {
 		struct pollfd pfd = { sock, POLLIN, 0 };
 		if (poll(&pfd, 1, -1) < 0 && errno != EINTR)
 			break;
-		n = proto_recv(sock, buf, sizeof buf, fds, &nfds);
+		long n = proto_recv(sock, buf, sizeof buf, fds, &nfds);
 		for (size_t i = 0; i < nfds; i++)
 			close(fds[i]);
 		if (n < 0 && (errno == EAGAIN || errno == EINTR))
