@@ -837,7 +837,7 @@ static int serve_command(int argc, char **argv)
 	 * slot stands for argv[0]. */
 	rc = parse_cli(argc - taken + 1, argv + taken - 1, &served.cli);
 	if (rc != 0)
-		return rc < 0 ? stdout_written() : rc;
+		return rc > 0 ? rc : stdout_written();
 	if ((rc = check_served(&served.cli)) != 0)
 		return rc;
 	signal(SIGXFSZ, SIG_IGN);
