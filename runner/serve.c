@@ -5,6 +5,7 @@
 #define _GNU_SOURCE
 #include "serve.h"
 #include "serve_internal.h"
+#include "signals.h"
 #include "util.h"
 
 #include <errno.h>
@@ -163,30 +164,18 @@ static void on_serve_signal(int sig)
 int serve_signals_init(void)
 {
 	static const int sigs[] = { SIGTERM, SIGINT, SIGHUP, SIGCHLD };
-	struct sigaction sa;
 
 	serve_signals_close();
 	got_term = got_hup = got_chld = 0;
-	if (pipe2(wake, O_CLOEXEC | O_NONBLOCK) != 0)
+	if (signals_route(wake, on_serve_signal, sigs, sizeof sigs / sizeof sigs[0]) != 0)
 		return -1;
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = on_serve_signal;
-	sigemptyset(&sa.sa_mask);
-	sa.sa_flags = SA_RESTART;
-	for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
-		if (sigaction(sigs[i], &sa, NULL) != 0)
-			return -1;
 	signal(SIGPIPE, SIG_IGN);
 	return 0;
 }
 
 void serve_signals_close(void)
 {
-	if (wake[0] >= 0) {
-		close(wake[0]);
-		close(wake[1]);
-	}
-	wake[0] = wake[1] = -1;
+	signals_close_pipe(wake);
 }
 
 int serve_wake_fd(void) { return wake[0]; }

@@ -26,28 +26,41 @@ static void on_signal(int sig)
 	errno = saved;
 }
 
-int signals_install(void)
+int signals_route(int wake[2], void (*handler)(int), const int *sigs, size_t nsigs)
 {
 	struct sigaction sa;
 
-	if (pipe2(wake_pipe, O_CLOEXEC | O_NONBLOCK) != 0)
+	if (pipe2(wake, O_CLOEXEC | O_NONBLOCK) != 0)
 		return -1;
 	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = on_signal;
+	sa.sa_handler = handler;
 	sigemptyset(&sa.sa_mask);
 	sa.sa_flags = SA_RESTART;
-	if (sigaction(SIGINT, &sa, NULL) != 0 || sigaction(SIGTERM, &sa, NULL) != 0)
-		return -1;
+	for (size_t i = 0; i < nsigs; i++)
+		if (sigaction(sigs[i], &sa, NULL) != 0)
+			return -1;
 	return 0;
+}
+
+void signals_close_pipe(int wake[2])
+{
+	if (wake[0] >= 0) {
+		close(wake[0]);
+		close(wake[1]);
+	}
+	wake[0] = wake[1] = -1;
+}
+
+int signals_install(void)
+{
+	static const int sigs[] = { SIGINT, SIGTERM };
+
+	return signals_route(wake_pipe, on_signal, sigs, sizeof sigs / sizeof sigs[0]);
 }
 
 int signals_restart(void)
 {
-	if (wake_pipe[0] >= 0) {
-		close(wake_pipe[0]);
-		close(wake_pipe[1]);
-		wake_pipe[0] = wake_pipe[1] = -1;
-	}
+	signals_close_pipe(wake_pipe);
 	received = last_signal = 0;
 	watched_fd = -1;
 	return signals_install();

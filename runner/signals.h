@@ -7,8 +7,19 @@
 #ifndef COWRUN_SIGNALS_H
 #define COWRUN_SIGNALS_H
 
+#include <stddef.h>
+
 /* Install the handlers.  Returns 0 or -1 with errno. */
 int signals_install(void);
+
+/* The self-pipe pattern both the run and cowrun serve's master use: open
+ * a non-blocking, close-on-exec pipe into wake[] and route each of the
+ * nsigs signals in sigs[] to handler (SA_RESTART).  Returns 0 or -1 with
+ * errno. */
+int signals_route(int wake[2], void (*handler)(int), const int *sigs, size_t nsigs);
+
+/* Close a pipe signals_route() opened (if open) and mark it closed. */
+void signals_close_pipe(int wake[2]);
 
 /* In a process forked from one that installed them (a served batch's
  * leader): a fresh self-pipe, the counts back to 0, the handlers again,
