@@ -23,7 +23,7 @@ DESTDIR ?=
 CC ?= gcc
 CFLAGS ?= -O2 -g
 WARNINGS = -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes
-ALL_CFLAGS = -std=gnu11 $(WARNINGS) -fopenmp -Irunner $(CFLAGS)
+ALL_CFLAGS = -std=gnu11 $(WARNINGS) -fopenmp -Iinclude -Irunner $(CFLAGS)
 LDLIBS = -lm
 
 # Debian packages, by what they are for.  make deps installs the missing
@@ -47,18 +47,18 @@ DEB_TEST = libcmocka-dev bats openssh-server openssh-client strace \
 DEB_TOOLS = parallel gnuplot-nox fonts-dejavu-core hyperfine time help2man
 DEB_PACKAGES = $(DEB_BUILD) $(DEB_BUNDLED) $(DEB_TEST) $(DEB_TOOLS)
 
-# Built-in workloads are compiled into bin/cowrun (runner/registry.c lists
+# Built-in workloads are compiled into bin/cowrun (runner/workload/registry.c lists
 # them).  A bundled workload has heavy dependencies: it is built as
 # build/workloads/NAME.so with its libraries (NAME_LIBS) and a one-line
 # NAME.summary for --list, installed under $(workloaddir), and found by
-# name at run time (runner/plugin.h), so bin/cowrun links none of them.
+# name at run time (runner/workload/plugin.h), so bin/cowrun links none of them.
 BUILTIN_WORKLOADS = sales average selftest printer legacy
 BUNDLED_WORKLOADS = risk
 risk_LIBS = -llapacke -lopenblas
 
 # The unit tests link the runner's modules without main and the registry
 # (which pulls in every built-in workload).
-RUNNER_SRC = $(filter-out runner/main.c runner/registry.c,$(wildcard runner/*.c))
+RUNNER_SRC = $(filter-out runner/cli/main.c runner/workload/registry.c,$(wildcard runner/*/*.c))
 RUNNER_OBJ = $(RUNNER_SRC:%.c=build/%.o)
 # A built-in workload, like a bundled one, is workloads/NAME.c or a folder
 # of them, workloads/NAME/*.c.
@@ -72,7 +72,7 @@ all: bin/cowrun $(BUNDLED) build/forkcost build/psswatch
 
 # -rdynamic: a plugin (bundled, or --workload FILE.so) calls cowrun_emit()
 # and friends from this binary.
-bin/cowrun: build/runner/main.o build/runner/registry.o $(RUNNER_OBJ) $(WORKLOAD_OBJ)
+bin/cowrun: build/runner/cli/main.o build/runner/workload/registry.o $(RUNNER_OBJ) $(WORKLOAD_OBJ)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -rdynamic -o $@ $^ $(LDLIBS)
 
@@ -81,9 +81,12 @@ bin/cowrun: build/runner/main.o build/runner/registry.o $(RUNNER_OBJ) $(WORKLOAD
 # when they change (build/plugin-config holds the last values).
 PLUGIN_RELDIR := $(shell realpath -m --relative-to='$(bindir)' '$(workloaddir)')
 PLUGIN_CONFIG = $(PLUGIN_RELDIR) $(BUNDLED_WORKLOADS)
-build/runner/plugin.o: ALL_CFLAGS += -DCOWRUN_PLUGIN_RELDIR='"$(PLUGIN_RELDIR)"'
-build/runner/registry.o: ALL_CFLAGS += -DCOWRUN_BUNDLED='"$(BUNDLED_WORKLOADS)"'
-build/runner/plugin.o build/runner/registry.o: build/plugin-config
+# plugin.c and registry.c refuse to compile without them: a move that
+# leaves these rules behind fails the build instead of installing a cowrun
+# that cannot find its bundled workloads.
+PLUGIN_DEFS = -DCOWRUN_PLUGIN_RELDIR='"$(PLUGIN_RELDIR)"' -DCOWRUN_BUNDLED='"$(BUNDLED_WORKLOADS)"'
+build/runner/workload/plugin.o build/runner/workload/registry.o: ALL_CFLAGS += $(PLUGIN_DEFS)
+build/runner/workload/plugin.o build/runner/workload/registry.o: build/plugin-config
 build/plugin-config: FORCE
 	@mkdir -p $(@D)
 	@echo '$(PLUGIN_CONFIG)' | cmp -s - $@ || echo '$(PLUGIN_CONFIG)' > $@
@@ -107,7 +110,7 @@ build/pic/%.o: %.c
 build/workloads/%.summary: build/workloads/%.so build/workload-summary
 	build/workload-summary $< $* > $@.tmp && mv $@.tmp $@
 
-build/workload-summary: build-aux/workload-summary.c runner/cowrun.h
+build/workload-summary: build-aux/workload-summary.c include/cowrun.h
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -o $@ $<
 
@@ -117,9 +120,9 @@ build/psswatch: compare/psswatch.c
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -o $@ $<
 
-build/forkcost: compare/forkcost.c build/runner/arena.o build/runner/util.o
+build/forkcost: compare/forkcost.c build/runner/os/arena.o build/runner/os/util.o
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -MMD -MP -o $@ $< build/runner/arena.o build/runner/util.o $(LDLIBS)
+	$(CC) $(ALL_CFLAGS) -MMD -MP -o $@ $< build/runner/os/arena.o build/runner/os/util.o $(LDLIBS)
 
 build/%.o: %.c
 	@mkdir -p $(@D)
@@ -201,10 +204,10 @@ install: all build/cowrun.1
 	install -m 755 cluster/cowrun-cluster $(DESTDIR)$(bindir)/cowrun-cluster
 	install -m 755 cluster/cowrun-cluster-slurm $(DESTDIR)$(bindir)/cowrun-cluster-slurm
 	install -m 644 $(BUNDLED) $(DESTDIR)$(workloaddir)
-	install -m 644 runner/cowrun.h $(DESTDIR)$(includedir)/cowrun.h
+	install -m 644 include/cowrun.h $(DESTDIR)$(includedir)/cowrun.h
 	sed -e 's|@prefix@|$(prefix)|' -e 's|@includedir@|$(includedir)|' \
 		-e "s|@VERSION@|$$(bin/cowrun --version | cut -d' ' -f2)|" \
-		runner/cowrun.pc.in > $(DESTDIR)$(libdir)/pkgconfig/cowrun.pc
+		build-aux/cowrun.pc.in > $(DESTDIR)$(libdir)/pkgconfig/cowrun.pc
 	install -m 644 build/cowrun.1 $(DESTDIR)$(mandir)/man1/cowrun.1
 
 uninstall:
@@ -228,7 +231,7 @@ build/tests/reaper: tests/helpers/reaper.c
 
 # mkframe: one wire frame with a correct checksum (or a broken one on
 # purpose), for the tests and seeds that craft results files by hand.
-build/tests/mkframe: tests/helpers/mkframe.c build/runner/wire.o build/runner/util.o
+build/tests/mkframe: tests/helpers/mkframe.c build/runner/files/wire.o build/runner/os/util.o
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS)
 
@@ -295,13 +298,14 @@ FUZZ_CC = clang
 FUZZ_SECONDS = 60
 FUZZ_PACKAGES = clang libclang-rt-dev libomp-dev
 FUZZ_HARNESSES = wire results tasks csv proto
-FUZZ_CFLAGS = -std=gnu11 $(WARNINGS) -fopenmp -Irunner -g -O1 -fno-omit-frame-pointer \
+FUZZ_CFLAGS = -std=gnu11 $(WARNINGS) -fopenmp -Iinclude -Irunner -g -O1 -fno-omit-frame-pointer \
 	-fsanitize=address,undefined -fno-sanitize-recover=all
 FUZZ_BIN = $(FUZZ_HARNESSES:%=$(FUZZ_DIR)/fuzz_%)
-FUZZ_OBJ = $(RUNNER_SRC:%.c=$(FUZZ_DIR)/%.o) $(FUZZ_DIR)/workloads/sales.o
+FUZZ_OBJ = $(RUNNER_SRC:%.c=$(FUZZ_DIR)/%.o) $(FUZZ_DIR)/workloads/sales/sales.o
 FUZZ_OPTIONS = -max_total_time=$(FUZZ_SECONDS) -close_fd_mask=2 -print_final_stats=1
 FUZZ_ENV = OMP_NUM_THREADS=1 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1
 
+$(FUZZ_DIR)/runner/workload/plugin.o: FUZZ_CFLAGS += $(PLUGIN_DEFS)
 $(FUZZ_DIR)/%.o: %.c
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -MMD -MP -c -o $@ $<

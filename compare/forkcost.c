@@ -8,7 +8,7 @@
  *
  *   4k    malloc()ed, advised MADV_NOHUGEPAGE (4 KiB pages even under THP
  *         "always"), every word written;
- *   huge  from the runner's setup arena (runner/arena.c): 2 MiB aligned,
+ *   huge  from the runner's setup arena (runner/os/arena.c): 2 MiB aligned,
  *         advised MADV_HUGEPAGE, every word written;
  *
  * it forks --reps children that _exit at once (fork latency in the parent,
@@ -22,8 +22,8 @@
  *                 [--kind 4k|huge|both] [--out FILE]
  */
 #define _GNU_SOURCE
-#include "arena.h"
-#include "util.h"
+#include "os/arena.h"
+#include "os/util.h"
 
 #include <errno.h>
 #include <getopt.h>

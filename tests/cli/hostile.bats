@@ -45,7 +45,7 @@ refused() {
 	fi
 }
 
-# frame TYPE TASK PAYLOAD: one wire frame (runner/wire.h) on stdout, with
+# frame TYPE TASK PAYLOAD: one wire frame (runner/files/wire.h) on stdout, with
 # its correct checksum (tests/helpers/mkframe), so each case tests the
 # check it means to and not only the checksum.
 frame() {

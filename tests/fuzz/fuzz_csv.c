@@ -14,7 +14,7 @@
  */
 #define _GNU_SOURCE
 #include "cowrun.h"
-#include "task.h"
+#include "engine/task.h"
 
 #include <stdint.h>
 #include <stdio.h>

@@ -1,6 +1,6 @@
 /*
  * fuzz_proto.c - libFuzzer harness for the serve/submit message decoders
- * (runner/proto.c): proto_decode_request() and proto_decode_reply() on
+ * (runner/serve/proto.c): proto_decode_request() and proto_decode_reply() on
  * any bytes, as the master reads what a local client sent.
  *
  * Input: byte 0 picks the decoder (even: request, odd: reply); the rest
@@ -11,7 +11,7 @@
  *
  * Build and run: make fuzz (see the Makefile); seeds in corpus/proto/.
  */
-#include "proto.h"
+#include "serve/proto.h"
 
 #include <stdint.h>
 #include <stdlib.h>

@@ -1,6 +1,6 @@
 /*
  * fuzz_results.c - libFuzzer harness for reading saved results
- * (runner/results.c): results_load() into a batch (merge_load_file()), as
+ * (runner/files/results.c): results_load() into a batch (merge_load_file()), as
  * --merge does, and journal_load(), as --resume does, on a file holding
  * the fuzz input.
  *
@@ -18,11 +18,11 @@
  * Build and run: make fuzz (see the Makefile).
  */
 #define _GNU_SOURCE
-#include "batch.h"
-#include "merge.h"
-#include "results.h"
-#include "task.h"
-#include "wire.h"
+#include "engine/batch.h"
+#include "run/merge.h"
+#include "files/results.h"
+#include "engine/task.h"
+#include "files/wire.h"
 
 #include <stdint.h>
 #include <stdio.h>

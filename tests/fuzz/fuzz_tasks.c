@@ -1,5 +1,5 @@
 /*
- * fuzz_tasks.c - libFuzzer harness for task selection (runner/selection.c):
+ * fuzz_tasks.c - libFuzzer harness for task selection (runner/engine/selection.c):
  * selection_check_list() and selection_resolve() for --tasks, and
  * selection_parse_shard() for --shard.
  *
@@ -13,7 +13,7 @@
  *
  * Build and run: make fuzz (see the Makefile); seeds in corpus/tasks/.
  */
-#include "selection.h"
+#include "engine/selection.h"
 
 #include <stdint.h>
 #include <stdlib.h>

@@ -1,6 +1,6 @@
 /*
  * fuzz_wire.c - libFuzzer harness for the parent's side of the result-record
- * framing (runner/wire.c): wire_reader_fill() and wire_reader_next() on a
+ * framing (runner/files/wire.c): wire_reader_fill() and wire_reader_next() on a
  * non-blocking pipe, as pool.c reads a worker's pipe.
  *
  * Input: byte 0 sets the reader's initial capacity, byte 1 the size of the
@@ -15,7 +15,7 @@
  * Build and run: make fuzz (see the Makefile); seeds in corpus/wire/.
  */
 #define _GNU_SOURCE
-#include "wire.h"
+#include "files/wire.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,5 +1,5 @@
 /*
- * mkframe.c - print one wire frame (runner/wire.h) on stdout, with the
+ * mkframe.c - print one wire frame (runner/files/wire.h) on stdout, with the
  * checksum the runner itself computes, for tests and fuzz seeds that
  * craft saved-results files and journals by hand.
  *
@@ -14,7 +14,7 @@
  * TYPE and TASK are unsigned decimal numbers (TYPE up to 2^32-1).  Exits 0,
  * or 2 after a usage message.
  */
-#include "wire.h"
+#include "files/wire.h"
 
 #include <errno.h>
 #include <inttypes.h>

@@ -1,5 +1,5 @@
 /*
- * test_arena.c - unit tests for runner/arena.c: the base is 2 MiB aligned,
+ * test_arena.c - unit tests for runner/os/arena.c: the base is 2 MiB aligned,
  * allocations are aligned, zeroed and intact while the arena grows far past
  * its first commit step, exhaustion and a frozen arena give NULL/ENOMEM, a
  * write to a frozen arena faults in a forked child (and a SIGSEGV handler
@@ -23,7 +23,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "arena.h"
+#include "os/arena.h"
 
 #define MiB ((size_t)1 << 20)
 

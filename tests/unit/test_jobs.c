@@ -1,5 +1,5 @@
 /*
- * test_jobs.c - unit tests for runner/jobs.c: parsing every -j form,
+ * test_jobs.c - unit tests for runner/engine/jobs.c: parsing every -j form,
  * resolving it on several CPU counts, clamping, and rejected inputs.
  */
 #include <stdarg.h>
@@ -11,7 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "jobs.h"
+#include "engine/jobs.h"
 
 #define MANY_TASKS ((size_t)100000)
 

@@ -1,6 +1,6 @@
 /*
- * test_options.c - unit tests for cowrun_parse_options (runner/options.c,
- * declared in runner/cowrun.h) and options_want_help: every option type,
+ * test_options.c - unit tests for cowrun_parse_options (runner/workload/options.c,
+ * declared in include/cowrun.h) and options_want_help: every option type,
  * both value forms, bounds, bad numbers, unknown options, missing values,
  * stray arguments.  Rejections print a line on stderr; one test captures
  * it to check it names the option.
@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "cowrun.h"
-#include "options.h"
+#include "workload/options.h"
 
 struct config {
 	long long count;   /* INT 1..100 */

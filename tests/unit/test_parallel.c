@@ -1,5 +1,5 @@
 /*
- * test_parallel.c - unit tests for runner/parallel.c, cowrun_parallel():
+ * test_parallel.c - unit tests for runner/os/parallel.c, cowrun_parallel():
  * every block runs exactly once whatever the thread count, on as many
  * threads as set (and no more), a failed block stops the blocks above it
  * but never one below, no thread is left when the call returns, and
@@ -20,8 +20,8 @@
 #include <unistd.h>
 
 #include "cowrun.h"
-#include "parallel.h"
-#include "setup_arena.h"
+#include "os/parallel.h"
+#include "os/setup_arena.h"
 
 #define MAX_BLOCKS 4096
 

@@ -1,5 +1,5 @@
 /*
- * test_plugin.c - unit tests for runner/plugin.c: the search path for
+ * test_plugin.c - unit tests for runner/workload/plugin.c: the search path for
  * bundled workloads ($COWRUN_WORKLOAD_PATH first, then beside the binary)
  * and names that must never reach the file system.
  */
@@ -16,7 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "plugin.h"
+#include "workload/plugin.h"
 
 /* This test binary's own directory. */
 static void exe_dir(char *buf, size_t size)

@@ -1,5 +1,5 @@
 /*
- * test_proto.c - unit tests for runner/proto.c: requests and replies
+ * test_proto.c - unit tests for runner/serve/proto.c: requests and replies
  * round-trip; every malformed message is refused with a reason; messages
  * and descriptors cross a SOCK_SEQPACKET pair; a message or a descriptor
  * list too long for the receiver is refused, its descriptors closed.
@@ -18,7 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "proto.h"
+#include "serve/proto.h"
 
 static unsigned char buf[PROTO_MSG_MAX];
 

@@ -1,5 +1,5 @@
 /*
- * test_reorder.c - unit tests for runner/reorder.c: results put in any
+ * test_reorder.c - unit tests for runner/engine/reorder.c: results put in any
  * order come out once each, in task order, with their bytes; failed tasks
  * are skipped in order; duplicates are ignored; counters stay right.
  * Run it under valgrind to check reorder_free releases what it holds.
@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "reorder.h"
+#include "engine/reorder.h"
 
 #define NTASKS 1000
 

@@ -1,5 +1,5 @@
 /*
- * test_sidefiles.c - unit tests for runner/sidefiles.c: two options naming
+ * test_sidefiles.c - unit tests for runner/run/sidefiles.c: two options naming
  * one file (the same spelling, another spelling, a symbolic link, a file
  * not there yet, the --joblog journal) are refused with one message naming
  * both; a directory is refused; distinct files pass; a side file where a
@@ -22,9 +22,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "batch.h"
-#include "sidefiles.h"
-#include "util.h"
+#include "engine/batch.h"
+#include "run/sidefiles.h"
+#include "os/util.h"
 
 static char home[PATH_MAX];   /* the directory the tests started in */
 static char dir[PATH_MAX];    /* this test's directory, the cwd */

@@ -1,5 +1,5 @@
 /*
- * test_wire.c - unit tests for runner/wire.c: frames round-trip through a
+ * test_wire.c - unit tests for runner/files/wire.c: frames round-trip through a
  * real pipe (a forked writer child), partial reads reassemble frames,
  * corrupt headers are refused, end of file mid-frame leaves bytes pending.
  *
@@ -26,7 +26,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "wire.h"
+#include "files/wire.h"
 
 #define KIB ((size_t)1024)
 #define MIB (KIB * KIB)

@@ -1,0 +1,208 @@
+/*
+ * batch.c - outcomes of tasks, merged (or saved) in task order; and the
+ * serial executor, the plainest user of it.
+ */
+#include "batch.h"
+#include "os/signals.h"
+#include "task.h"
+#include "os/util.h"
+#include "watchdog.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+int batch_init(struct batch *b)
+{
+	b->succeeded = b->failed = 0;
+	b->merge_failed = 0;
+	b->attempts = calloc(b->ntasks ? b->ntasks : 1, sizeof *b->attempts);
+	if (b->attempts == NULL || reorder_init(&b->reorder, b->ntasks) != 0)
+		return -1;
+	if (b->selected) {
+		/* Exclude every task between two selected ones. */
+		size_t k = 0;
+		for (size_t i = 0; i <= b->nselected; i++) {
+			size_t until = i < b->nselected ? b->selected[i] : b->ntasks;
+			for (; k < until; k++)
+				reorder_exclude(&b->reorder, k);
+			k = until + 1;
+		}
+	}
+	return 0;
+}
+
+/* The outcome of task k, now in order: merge it, or save it. */
+static void take_in_order(struct batch *b, size_t k, int failed,
+			  const void *bytes, size_t length)
+{
+	if (b->save.put) {
+		if (b->save.put(b->save.ctx, failed ? WIRE_FAILED : WIRE_RESULT, k, bytes, length) != 0)
+			b->merge_failed = 1;
+	} else if (!failed && b->workload->merge(b->state, k, bytes, length) != 0) {
+		b->merge_failed = 1;
+	}
+}
+
+/* Take every outcome that is now next in task order. */
+static void drain_in_order(struct batch *b)
+{
+	size_t k, length;
+	int failed;
+	const void *bytes;
+
+	while (reorder_next(&b->reorder, &k, &failed, &bytes, &length))
+		take_in_order(b, k, failed, bytes, length);
+}
+
+int batch_result(struct batch *b, size_t k, const void *record, size_t length)
+{
+	if (reorder_state(&b->reorder, k) != REORDER_WAITING)
+		return 0;
+	b->succeeded++;
+	drain_in_order(b); /* move past excluded tasks first */
+	if (k == b->reorder.next) {
+		/* The common case: in order, so take it without copying. */
+		take_in_order(b, k, 0, record, length);
+		reorder_skip_next(&b->reorder);
+	} else if (reorder_put(&b->reorder, k, record, length) != 0) {
+		warnx_("out of memory holding the result of task %zu (%zu bytes)", k, length);
+		return -1;
+	}
+	drain_in_order(b);
+	return 0;
+}
+
+void batch_failed(struct batch *b, size_t k, const char *why)
+{
+	char name[COWRUN_NAME_MAX];
+
+	if (reorder_fail(&b->reorder, k, why, strlen(why)) != 0)
+		return;
+	b->failed++;
+	b->workload->task_name(b->state, k, name, sizeof name);
+	warnx_("%s: task %zu (%s) failed: %s", b->workload->name, k, name, why);
+	drain_in_order(b);
+}
+
+int batch_pending(const struct batch *b, size_t k)
+{
+	return reorder_state(&b->reorder, k) == REORDER_WAITING;
+}
+
+int batch_complete(const struct batch *b)
+{
+	return reorder_complete(&b->reorder);
+}
+
+/* A --timeline row for attempt `a`. */
+static void write_timeline(struct batch *b, const struct attempt *a, const char *name)
+{
+	fprintf(b->timeline, "%zu,%s,%u,%ld,%.6f,%.6f,%s\n", a->task, name, a->worker, a->pid,
+		(double)(int64_t)(a->start_ns - b->started_ns) / 1e9,
+		(double)(int64_t)(a->end_ns - b->started_ns) / 1e9,
+		a->exitval == 0 && a->signal == 0 ? "ok" : "failed");
+}
+
+/* Every attempt goes to the joblog and the timeline. */
+static void record_attempt(struct batch *b, const struct attempt *a)
+{
+	char name[COWRUN_NAME_MAX];
+
+	b->attempts[a->task]++;
+	if (b->joblog == NULL && b->timeline == NULL)
+		return;
+	b->workload->task_name(b->state, a->task, name, sizeof name);
+	joblog_write(b->joblog, a, b->workload->name, name);
+	if (b->timeline)
+		write_timeline(b, a, name);
+}
+
+/* After a task is resolved: the progress line, and --halt. */
+static void after_resolution(struct batch *b)
+{
+	progress_update(&b->progress, b->succeeded + b->failed, b->failed, 0);
+	if (b->halting || !halt_reached(&b->halt, b->failed, b->succeeded, batch_count(b)))
+		return;
+	b->halting = b->halt.when;
+	warnx_("%s: --halt %s: %zu failed, %zu succeeded; %s", b->workload->name,
+	       b->halt.when == HALT_NOW ? "now" : "soon", b->failed, b->succeeded,
+	       b->halt.when == HALT_NOW ? "killing running tasks" : "letting running tasks finish");
+}
+
+int batch_attempt_ok(struct batch *b, const struct attempt *a, const void *record,
+		     size_t length)
+{
+	record_attempt(b, a);
+	if (b->journal.put)
+		b->journal.put(b->journal.ctx, WIRE_RESULT, a->task, record, length);
+	int rc = batch_result(b, a->task, record, length);
+	after_resolution(b);
+	return rc;
+}
+
+int batch_attempt_failed(struct batch *b, const struct attempt *a, const char *why)
+{
+	record_attempt(b, a);
+	if (b->attempts[a->task] <= b->retries && !batch_stopping(b)) {
+		char name[COWRUN_NAME_MAX];
+		b->workload->task_name(b->state, a->task, name, sizeof name);
+		warnx_("%s: task %zu (%s) attempt %u failed: %s; retrying", b->workload->name,
+		       a->task, name, b->attempts[a->task], why);
+		return 1;
+	}
+	if (b->journal.put)
+		b->journal.put(b->journal.ctx, WIRE_FAILED, a->task, why, strlen(why));
+	batch_failed(b, a->task, why);
+	after_resolution(b);
+	return 0;
+}
+
+int batch_stopping(struct batch *b)
+{
+	if (b->halting == HALT_NEVER && signals_count() == 0)
+		return 0;
+	if (!b->stopped) {
+		b->stopped = 1;
+		b->done_at_stop = b->succeeded + b->failed;
+	}
+	return 1;
+}
+
+int batch_killing(const struct batch *b)
+{
+	return b->halting == HALT_NOW || signals_count() > 1;
+}
+
+int serial_run(struct batch *b)
+{
+	struct cowrun_task task;
+	int rc = 0;
+
+	task_init(&task, b->workload, batch_outdir_path(b), batch_outdir_fd(b));
+	for (size_t i = 0; i < batch_count(b) && rc == 0 && !batch_stopping(b); i++) {
+		struct attempt a = { .task = batch_task(b, i), .pid = (long)getpid() };
+		if (!batch_pending(b, a.task))
+			continue; /* resolved already: loaded by --resume */
+		do {
+			a.start_ns = now_ns();
+			watchdog_enter(0, a.task);
+			a.exitval = task_execute(&task, b->state, a.task) == 0 ? 0 : 1;
+			fflush(stdout); /* run()'s prints: to stderr (taskout.h) */
+			watchdog_leave(0);
+			a.end_ns = now_ns();
+			a.received = a.exitval ? 0 : task.record_len;
+		} while (a.exitval && batch_attempt_failed(b, &a, task.error));
+		if (a.exitval == 0)
+			rc = batch_attempt_ok(b, &a, task.record, task.record_len);
+	}
+	task_free(&task);
+	return rc;
+}
+
+void batch_free(struct batch *b)
+{
+	free(b->attempts);
+	b->attempts = NULL;
+	reorder_free(&b->reorder);
+}

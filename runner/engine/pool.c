@@ -1,0 +1,625 @@
+/*
+ * pool.c - fork mode, the parent's side.
+ *
+ * The parent forks a fixed table of workers after setup (worker.c is the
+ * child's side).  It poll()s their result pipes and the signal pipe, hands
+ * each outcome to the batch (which merges in task order), reaps a worker by
+ * its exact pid when its pipe reaches end of file, and settles what the
+ * worker left: the task it died in fails (or is retried), claimed tasks it
+ * never reported go back to the queue, and a replacement is forked from
+ * this pristine parent.  It also enforces --timeout (SIGTERM, then SIGKILL
+ * after a grace period), --halt and the first/second SIGINT.
+ */
+#define _GNU_SOURCE
+#include "pool_internal.h"
+#include "os/signals.h"
+#include "task.h"
+#include "os/util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define PIPE_BUFFER_BYTES (64 * 1024)
+#define MAX_WORKERS 4096
+#define KILL_GRACE_NS 2000000000u   /* SIGTERM, then SIGKILL this much later */
+#define BAR_REFRESH_MS 200
+
+size_t pool_max_workers(void)
+{
+	struct rlimit rl;
+	size_t max = MAX_WORKERS;
+
+	/* One descriptor per worker, two while forking, plus a margin. */
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+	    rl.rlim_cur < max + 32)
+		max = rl.rlim_cur > 64 ? (size_t)rl.rlim_cur - 32 : 32;
+	return max;
+}
+
+/* ---- setting up ---- */
+
+static int pool_init(struct pool *p, struct batch *b, size_t workers,
+		     const struct pool_options *opt, struct pool_stats *stats)
+{
+	memset(p, 0, sizeof *p);
+	p->batch = b;
+	p->nworkers = workers;
+	p->stats = stats;
+	p->parent_pid = getpid();
+	p->timeout_ns = opt->timeout_ns;
+	p->catch_frozen_writes = opt->catch_frozen_writes;
+	p->measure_memory = opt->measure_memory;
+	p->send_timing = b->joblog != NULL || b->timeline != NULL;
+	/* Each task is requeued at most once per attempt. */
+	p->requeue_cap = batch_count(b) * ((size_t)b->retries + 1) + workers;
+	p->slots = calloc(workers, sizeof *p->slots);
+	p->pollfds = calloc(workers + 2, sizeof *p->pollfds);
+	p->poll_slot = calloc(workers + 1, sizeof *p->poll_slot);
+	p->retry_queued = calloc(b->ntasks + 1, 1);
+	size_t slots_off = sizeof(struct shared_area);
+	size_t requeue_off = slots_off + workers * sizeof(struct shared_slot);
+	p->shared_size = requeue_off + p->requeue_cap * sizeof(uint64_t);
+	p->shared_map = mmap(NULL, p->shared_size, PROT_READ | PROT_WRITE,
+			     MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (p->shared_map == MAP_FAILED) {
+		p->shared_map = NULL;
+		return -1;
+	}
+	p->shared = p->shared_map;
+	p->shared_slots = (struct shared_slot *)((char *)p->shared_map + slots_off);
+	p->requeue = (uint64_t *)((char *)p->shared_map + requeue_off);
+	if (!p->slots || !p->pollfds || !p->poll_slot || !p->retry_queued)
+		return -1;
+	for (size_t i = 0; i < workers; i++)
+		if (wire_reader_init(&p->slots[i].reader, PIPE_BUFFER_BYTES) != 0)
+			return -1;
+	return 0;
+}
+
+static void pool_free(struct pool *p)
+{
+	for (size_t i = 0; p->slots && i < p->nworkers; i++)
+		wire_reader_free(&p->slots[i].reader);
+	free(p->slots);
+	free(p->pollfds);
+	free(p->poll_slot);
+	free(p->retry_queued);
+	if (p->shared_map)
+		munmap(p->shared_map, p->shared_size);
+}
+
+/* Tasks not yet claimed by any worker. */
+static uint64_t tasks_unclaimed(const struct pool *p)
+{
+	uint64_t next = atomic_load(&p->shared->next_task);
+	uint64_t count = batch_count(p->batch);
+	uint64_t requeued = atomic_load(&p->shared->requeue_count) -
+			    atomic_load(&p->shared->requeue_taken);
+
+	return (next < count ? count - next : 0) + requeued;
+}
+
+/* Fork the worker for table slot i.  Returns 0 or -1 with errno. */
+static int spawn_worker(struct pool *p, size_t i)
+{
+	struct worker_slot *s = &p->slots[i];
+	int fds[2];
+
+	if (pipe2(fds, O_CLOEXEC) != 0)
+		return -1;
+	atomic_store(&p->shared_slots[i].current, NO_TASK);
+	atomic_store(&p->shared_slots[i].chunk_start, 0);
+	atomic_store(&p->shared_slots[i].chunk_end, 0);
+	fflush(NULL); /* else buffered output would be written twice */
+	size_t threads = procstat_threads();
+	if (threads > p->stats->threads_at_fork)
+		p->stats->threads_at_fork = threads;
+	uint64_t t0 = now_ns();
+	p->fork_started_ns = t0;
+	pid_t pid = fork();
+	uint64_t took = now_ns() - t0;
+	if (pid < 0) {
+		int saved = errno;
+		close(fds[0]);
+		close(fds[1]);
+		errno = saved;
+		return -1;
+	}
+	if (pid == 0) {
+		close(fds[0]);
+		worker_main(p, i, fds[1]);
+	}
+	/* Also here, so the group exists whichever process runs first. */
+	setpgid(pid, pid);
+	close(fds[1]);
+	s->state = SLOT_BUSY;
+	s->pid = pid;
+	s->fd = fds[0];
+	s->corrupt = s->has_timing = s->stopped_by_us = 0;
+	s->timed_out_task = NO_TASK;
+	s->kill_at_ns = 0;
+	s->fork_ns = took;
+	s->reader.start = s->reader.end = 0;
+	p->live++;
+	p->stats->forks++;
+	p->stats->fork_ns_total += took;
+	if (took > p->stats->fork_ns_max)
+		p->stats->fork_ns_max = took;
+	return 0;
+}
+
+/* Fork the whole table (workers <= tasks, so each has work to find).  A
+ * fork failure after the first only shrinks the pool. */
+static int start_workers(struct pool *p)
+{
+	for (size_t i = 0; i < p->nworkers; i++) {
+		if (spawn_worker(p, i) == 0)
+			continue;
+		warnx_("cannot fork worker %zu of %zu: %s", i + 1, p->nworkers, strerror(errno));
+		return p->live > 0 ? 0 : -1;
+	}
+	return 0;
+}
+
+/* Fail every unresolved task: the pool cannot run them. */
+static void abandon_pending(struct pool *p, const char *why)
+{
+	for (size_t i = 0; i < batch_count(p->batch); i++)
+		if (batch_pending(p->batch, batch_task(p->batch, i)))
+			batch_failed(p->batch, batch_task(p->batch, i), why);
+}
+
+/* After deaths: fork replacements while the table has room and there is
+ * unclaimed work for them.  A fork failure with workers still alive only
+ * shrinks the pool. */
+static int top_up(struct pool *p)
+{
+	if (batch_stopping(p->batch))
+		return 0;
+	if (p->deaths_since_progress > p->nworkers + 2) {
+		abandon_pending(p, "not run: workers keep dying before finishing any task");
+		return 0;
+	}
+	for (size_t i = 0; i < p->nworkers; i++) {
+		if (p->slots[i].state == SLOT_BUSY)
+			continue;
+		if (p->live >= tasks_unclaimed(p))
+			break;
+		if (spawn_worker(p, i) != 0) {
+			warnx_("cannot fork a worker: %s", strerror(errno));
+			if (p->live == 0)
+				return -1;
+			break;
+		}
+	}
+	return 0;
+}
+
+/* ---- settling tasks ---- */
+
+/* Queue task k to run again.  Full only after many deaths; what does not
+ * fit stays pending and the sweep picks it up once the pool is idle. */
+static void requeue_task(struct pool *p, uint64_t k)
+{
+	uint64_t count = atomic_load(&p->shared->requeue_count);
+
+	if (count >= p->requeue_cap)
+		return;
+	p->requeue[count] = k;
+	p->retry_queued[k] = 1;
+	atomic_store_explicit(&p->shared->requeue_count, count + 1, memory_order_release);
+}
+
+/* An attempt at task k failed; queue a retry if it has attempts left. */
+static void attempt_failed(struct pool *p, const struct attempt *a, const char *why)
+{
+	p->retry_queued[a->task] = 0;
+	if (batch_attempt_failed(p->batch, a, why))
+		requeue_task(p, a->task);
+}
+
+/* The attempt a dead worker was in: its times, and how it ended. */
+static void dead_attempt(const struct pool *p, size_t i, uint64_t k, int status,
+			 struct attempt *a)
+{
+	const struct worker_slot *s = &p->slots[i];
+
+	memset(a, 0, sizeof *a);
+	a->task = (size_t)k;
+	a->worker = (unsigned)i;
+	a->pid = (long)s->pid;
+	a->start_ns = atomic_load(&p->shared_slots[i].current_start);
+	a->end_ns = now_ns();
+	if (WIFSIGNALED(status))
+		a->signal = WTERMSIG(status);
+	/* A worker that exited mid-task failed, even with status 0. */
+	a->exitval = WIFEXITED(status) && WEXITSTATUS(status) ? WEXITSTATUS(status)
+							      : !WIFSIGNALED(status);
+	if (s->timed_out_task == k)
+		a->exitval = -1; /* GNU Parallel's mark for a timeout */
+}
+
+/* The task a dead worker was running: failed, timed out, or (if we killed
+ * the worker for another reason) simply not finished. */
+static void settle_current_task(struct pool *p, size_t i, uint64_t k, int status)
+{
+	struct worker_slot *s = &p->slots[i];
+	struct batch *b = p->batch;
+	char how[160], why[256], name[COWRUN_NAME_MAX];
+	struct attempt a;
+
+	if (!batch_pending(b, (size_t)k))
+		return;
+	if (b->workload->flags & COWRUN_WRITES_REPORTS) {
+		b->workload->task_name(b->state, (size_t)k, name, sizeof name);
+		task_remove_report(batch_outdir_fd(b), batch_outdir_path(b), name, (long)s->pid);
+	}
+	if (s->stopped_by_us) {
+		b->killed++; /* --halt now or a second signal: not finished, not failed */
+		return;
+	}
+	if (s->timed_out_task != NO_TASK && s->timed_out_task != k) {
+		requeue_task(p, k); /* caught by a kill meant for the task before */
+		return;
+	}
+	dead_attempt(p, i, k, status, &a);
+	if (WIFEXITED(status) && WEXITSTATUS(status) == WORKER_EXIT_FROZEN)
+		snprintf(why, sizeof why, "%s", p->shared_slots[i].fault);
+	else if (a.exitval == -1)
+		snprintf(why, sizeof why, "timed out after %.3f s (--timeout)", p->timeout_ns / 1e9);
+	else
+		snprintf(why, sizeof why, "worker %ld %s%s", (long)s->pid,
+			 describe_wait_status(status, how, sizeof how),
+			 WIFEXITED(status) ? " before finishing the task" : "");
+	attempt_failed(p, &a, why);
+}
+
+/* A worker has been reaped: settle its current task and its chunk. */
+static void worker_ended(struct pool *p, size_t i, int status)
+{
+	struct worker_slot *s = &p->slots[i];
+	struct shared_slot *sh = &p->shared_slots[i];
+	uint64_t current = atomic_load(&sh->current);
+	uint64_t start = atomic_load(&sh->chunk_start), end = atomic_load(&sh->chunk_end);
+	int clean = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+
+	if (!clean || current != NO_TASK)
+		p->stats->worker_deaths++;
+	if (current != NO_TASK) {
+		settle_current_task(p, i, current, status);
+	} else if (!clean && !s->stopped_by_us) {
+		char how[160];
+		warnx_("worker %ld %s between tasks", (long)s->pid,
+		       describe_wait_status(status, how, sizeof how));
+		p->deaths_since_progress++;
+	}
+	/* Claimed, never reported: run again (unless the run is stopping). */
+	for (uint64_t pos = start; pos < end && !batch_stopping(p->batch); pos++) {
+		size_t k = batch_task(p->batch, (size_t)pos);
+		if (k != current && batch_pending(p->batch, k) && !p->retry_queued[k])
+			requeue_task(p, k);
+	}
+	s->state = SLOT_DONE;
+	p->live--;
+}
+
+static void reap_worker(struct pool *p, size_t i)
+{
+	struct worker_slot *s = &p->slots[i];
+	int status;
+
+	if (wire_reader_pending(&s->reader) > 0 && !s->corrupt)
+		warnx_("worker %ld: %zu bytes of an unfinished record discarded",
+		       (long)s->pid, wire_reader_pending(&s->reader));
+	close(s->fd);
+	s->fd = -1;
+	while (waitpid(s->pid, &status, 0) < 0) {
+		if (errno != EINTR) {
+			/* Not our child any more: nothing to reap. */
+			warnx_("waitpid(%ld): %s", (long)s->pid, strerror(errno));
+			status = 0;
+			break;
+		}
+	}
+	worker_ended(p, i, status);
+}
+
+/* ---- reading results ---- */
+
+/* The attempt a RESULT or FAILED frame ends, from the TIMING frame sent
+ * just before it (if timing is on). */
+static void reported_attempt(const struct pool *p, size_t i, const struct wire_frame *f,
+			     struct attempt *a)
+{
+	const struct worker_slot *s = &p->slots[i];
+
+	memset(a, 0, sizeof *a);
+	a->task = (size_t)f->task;
+	a->worker = (unsigned)i;
+	a->pid = (long)s->pid;
+	if (s->has_timing) {
+		a->start_ns = s->timing.start_ns;
+		a->end_ns = s->timing.end_ns;
+	}
+	if (f->type == WIRE_RESULT)
+		a->received = f->length;
+	else
+		a->exitval = 1;
+}
+
+/* Keep a worker's WIRE_STATS report, with the parent's side added. */
+static int keep_stats(struct pool *p, size_t i, const struct wire_frame *f)
+{
+	struct pool_stats *st = p->stats;
+	struct worker_stats ws;
+
+	if (f->length != sizeof ws)
+		return 1;
+	memcpy(&ws, f->payload, sizeof ws);
+	ws.fork_ns = p->slots[i].fork_ns;
+	ws.slot = i;
+	ws.pid = (uint64_t)p->slots[i].pid;
+	struct worker_stats *more = realloc(st->per_worker, (st->nper_worker + 1) * sizeof ws);
+	if (more == NULL)
+		return 0; /* statistics are not worth failing the run for */
+	st->per_worker = more;
+	st->per_worker[st->nper_worker++] = ws;
+	return 0;
+}
+
+/* Hand one frame to the batch.  Returns 0, 1 if the stream is corrupt, or
+ * -1 on a fatal error. */
+static int take_frame(struct pool *p, size_t i, const struct wire_frame *f)
+{
+	struct worker_slot *s = &p->slots[i];
+	struct attempt a;
+	char why[600];
+
+	if (f->type == WIRE_STATS)
+		return keep_stats(p, i, f);
+	if (f->task >= p->batch->ntasks)
+		return 1;
+	if (f->type == WIRE_TIMING && f->length == sizeof s->timing) {
+		memcpy(&s->timing, f->payload, sizeof s->timing);
+		s->has_timing = 1;
+		return 0;
+	}
+	if (f->type != WIRE_RESULT && f->type != WIRE_FAILED)
+		return 1;
+	p->deaths_since_progress = 0;
+	reported_attempt(p, i, f, &a);
+	s->has_timing = 0;
+	if (f->type == WIRE_RESULT) {
+		p->retry_queued[a.task] = 0;
+		return batch_attempt_ok(p->batch, &a, f->payload, f->length);
+	}
+	snprintf(why, sizeof why, "%.*s", (int)(f->length < 512 ? f->length : 512),
+		 (const char *)f->payload);
+	attempt_failed(p, &a, why);
+	return 0;
+}
+
+/* Read what worker i sent; reap it at end of file. */
+static int service_worker(struct pool *p, size_t i)
+{
+	struct worker_slot *s = &p->slots[i];
+	struct wire_frame f;
+	int rc;
+
+	long n = wire_reader_fill(&s->reader, s->fd);
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return 0;
+	if (n <= 0) {
+		if (n < 0)
+			warnx_("reading from worker %ld: %s", (long)s->pid, strerror(errno));
+		reap_worker(p, i);
+		return 0;
+	}
+	if (s->corrupt) {
+		s->reader.start = s->reader.end = 0;
+		return 0;
+	}
+	while ((rc = wire_reader_next(&s->reader, &f)) == 1) {
+		rc = take_frame(p, i, &f);
+		if (rc < 0)
+			return -1;
+		if (rc > 0)
+			break;
+	}
+	if (rc != 0) {
+		warnx_("worker %ld sent a corrupt result stream: stopping it", (long)s->pid);
+		s->corrupt = 1;
+		kill(s->pid, SIGKILL);
+	}
+	return 0;
+}
+
+/* ---- time limits and stopping ---- */
+
+/* SIGTERM a worker now, SIGKILL it after the grace period. */
+static void terminate_worker(struct worker_slot *s, uint64_t now)
+{
+	if (s->kill_at_ns != 0)
+		return;
+	kill(s->pid, SIGTERM);
+	s->kill_at_ns = now + KILL_GRACE_NS;
+}
+
+/* Enforce --timeout and the grace periods.  Returns the milliseconds
+ * until the next deadline, or -1 if there is none. */
+static int enforce_deadlines(struct pool *p)
+{
+	uint64_t now = now_ns(), next = UINT64_MAX;
+
+	for (size_t i = 0; i < p->nworkers; i++) {
+		struct worker_slot *s = &p->slots[i];
+		if (s->state != SLOT_BUSY)
+			continue;
+		if (s->kill_at_ns && now >= s->kill_at_ns) {
+			kill(s->pid, SIGKILL);
+			s->kill_at_ns = UINT64_MAX; /* sent; no more deadlines */
+		} else if (s->kill_at_ns && s->kill_at_ns < next) {
+			next = s->kill_at_ns;
+		}
+		uint64_t k = atomic_load_explicit(&p->shared_slots[i].current, memory_order_acquire);
+		if (p->timeout_ns == 0 || k == NO_TASK || s->timed_out_task != NO_TASK)
+			continue;
+		uint64_t due = atomic_load(&p->shared_slots[i].current_start) + p->timeout_ns;
+		if (now >= due) {
+			s->timed_out_task = k;
+			terminate_worker(s, now);
+		} else if (due < next) {
+			next = due;
+		}
+	}
+	/* A task that starts after this look has a deadline we cannot see
+	 * yet: look again within a twentieth of the limit (at most 100 ms). */
+	if (p->timeout_ns) {
+		uint64_t soon = now + (p->timeout_ns / 20 < 100000000u ? p->timeout_ns / 20 : 100000000u);
+		if (soon < next)
+			next = soon;
+	}
+	return next == UINT64_MAX ? -1 : (int)((next - now) / 1000000 + 1);
+}
+
+/* --halt or a signal: stop claiming; on "now" or a second signal, take
+ * the running workers down too. */
+static void apply_stopping(struct pool *p)
+{
+	if (!batch_stopping(p->batch))
+		return;
+	atomic_store(&p->shared->stop, 1);
+	if (!batch_killing(p->batch))
+		return;
+	for (size_t i = 0; i < p->nworkers; i++) {
+		struct worker_slot *s = &p->slots[i];
+		if (s->state == SLOT_BUSY && !s->stopped_by_us) {
+			s->stopped_by_us = 1;
+			terminate_worker(s, now_ns());
+		}
+	}
+}
+
+/* ---- the loop ---- */
+
+/* Wait until a worker has something to say, a signal arrives or a deadline
+ * passes, and deal with it. */
+static int wait_for_output(struct pool *p)
+{
+	size_t n = 0;
+	int timeout = enforce_deadlines(p);
+
+	if (p->batch->progress.enabled && (timeout < 0 || timeout > BAR_REFRESH_MS))
+		timeout = BAR_REFRESH_MS;
+	for (size_t i = 0; i < p->nworkers; i++) {
+		if (p->slots[i].state != SLOT_BUSY)
+			continue;
+		p->pollfds[n] = (struct pollfd){ .fd = p->slots[i].fd, .events = POLLIN };
+		p->poll_slot[n++] = i;
+	}
+	p->pollfds[n] = (struct pollfd){ .fd = signals_fd(), .events = POLLIN };
+	/* A served batch's client: gone (or talking) means cancelled. */
+	p->pollfds[n + 1] = (struct pollfd){ .fd = signals_watched_fd(), .events = POLLIN };
+	if (poll(p->pollfds, n + 2, timeout) < 0)
+		return errno == EINTR ? 0 : -1;
+	if (p->pollfds[n].revents)
+		signals_drain();
+	if (p->pollfds[n + 1].revents)
+		signals_watched_gone();
+	for (size_t j = 0; j < n; j++)
+		if (p->pollfds[j].revents && service_worker(p, p->poll_slot[j]) != 0)
+			return -1;
+	progress_update(&p->batch->progress, p->batch->succeeded + p->batch->failed,
+			p->batch->failed, 0);
+	apply_stopping(p);
+	return 0;
+}
+
+/* When every worker has exited but tasks are unresolved (a claim whose
+ * worker died before publishing it, or a full requeue list): requeue them
+ * all.  Returns how many. */
+static size_t sweep_unresolved(struct pool *p)
+{
+	uint64_t next = atomic_load(&p->shared->next_task);
+	size_t found = 0;
+
+	atomic_store(&p->shared->requeue_count, 0);
+	atomic_store(&p->shared->requeue_taken, 0);
+	for (uint64_t pos = 0; pos < next && pos < batch_count(p->batch); pos++) {
+		size_t k = batch_task(p->batch, (size_t)pos);
+		if (batch_pending(p->batch, k)) {
+			requeue_task(p, k);
+			found++;
+		}
+	}
+	return found;
+}
+
+/* Something went wrong in the runner itself: take every worker down. */
+static void kill_all(struct pool *p)
+{
+	for (size_t i = 0; i < p->nworkers; i++) {
+		struct worker_slot *s = &p->slots[i];
+		if (s->state != SLOT_BUSY)
+			continue;
+		kill(s->pid, SIGKILL);
+		close(s->fd);
+		while (waitpid(s->pid, NULL, 0) < 0 && errno == EINTR)
+			;
+		s->state = SLOT_DONE;
+	}
+	p->live = 0;
+}
+
+/* Until every task is resolved, or the run stops and its workers are gone. */
+static int run_loop(struct pool *p)
+{
+	struct batch *b = p->batch;
+
+	while (!batch_complete(b)) {
+		if (top_up(p) != 0)
+			return -1;
+		if (p->live == 0) {
+			if (batch_stopping(b))
+				return 0; /* the rest was never started */
+			if (sweep_unresolved(p) == 0) {
+				abandon_pending(p, "not run: no worker claimed it");
+				return 0;
+			}
+			continue;
+		}
+		if (wait_for_output(p) != 0)
+			return -1;
+	}
+	/* Everything is merged; let the workers notice and exit. */
+	while (p->live > 0)
+		if (wait_for_output(p) != 0)
+			return -1;
+	return 0;
+}
+
+int pool_run(struct batch *b, size_t workers, const struct pool_options *opt,
+	     struct pool_stats *stats)
+{
+	struct pool p;
+	int rc = -1;
+
+	memset(stats, 0, sizeof *stats);
+	stats->workers = workers;
+	if (pool_init(&p, b, workers, opt, stats) != 0)
+		warnx_("cannot set up %zu workers: %s", workers, strerror(errno));
+	else if (start_workers(&p) == 0)
+		rc = run_loop(&p);
+	if (rc != 0 && p.slots)
+		kill_all(&p);
+	pool_free(&p);
+	return rc;
+}

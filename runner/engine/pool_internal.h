@@ -1,0 +1,96 @@
+/*
+ * pool_internal.h - what the fork pool's parent (pool.c) and its workers
+ * (worker.c) share: the layout of the MAP_SHARED area through which tasks
+ * are handed out, and the pool's own table, which each worker inherits
+ * copy-on-write at fork and only reads.
+ */
+#ifndef COWRUN_POOL_INTERNAL_H
+#define COWRUN_POOL_INTERNAL_H
+
+#include "batch.h"
+#include "pool.h"
+#include "os/procstat.h"
+#include "files/wire.h"
+
+#include <stdatomic.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define NO_TASK UINT64_MAX
+
+/* Worker exit codes for the runner's own failures (a task's failure is a
+ * WIRE_FAILED frame, not an exit code). */
+enum {
+	WORKER_EXIT_PIPE = 120,    /* the result pipe failed */
+	WORKER_EXIT_NOMEM = 121,
+	WORKER_EXIT_ORPHAN = 122,  /* the parent died before the worker started */
+	WORKER_EXIT_FROZEN = 123,  /* a task wrote to the frozen setup arena */
+};
+
+/* What one worker is doing.  Written by the worker, read by the parent
+ * (for timeouts while it runs; for its claims after reaping it).  One
+ * cache line each, so workers never contend. */
+struct shared_slot {
+	_Atomic uint64_t current;       /* task being run, NO_TASK between */
+	_Atomic uint64_t current_start; /* CLOCK_MONOTONIC when it began */
+	_Atomic uint64_t chunk_start;   /* claimed positions whose results */
+	_Atomic uint64_t chunk_end;     /* may still be unsent */
+	char fault[192];                /* why it exited WORKER_EXIT_FROZEN */
+} __attribute__((aligned(64)));
+
+struct shared_area {
+	/* Next unclaimed position in the batch's task list. */
+	_Atomic uint64_t next_task __attribute__((aligned(64)));
+	/* Tasks to run again (retries, leftovers of dead workers): task
+	 * indices appended by the parent, taken by workers. */
+	_Atomic uint64_t requeue_taken __attribute__((aligned(64)));
+	_Atomic uint64_t requeue_count;
+	/* Set by the parent: claim nothing more (--halt, SIGINT). */
+	_Atomic int stop;
+};
+
+enum slot_state { SLOT_FREE, SLOT_BUSY, SLOT_DONE };
+
+/* The parent's view of one worker. */
+struct worker_slot {
+	enum slot_state state;
+	pid_t pid;
+	int fd;                   /* read end of the worker's result pipe */
+	int corrupt;              /* stream unreadable: ignore until EOF */
+	struct wire_reader reader;
+	struct wire_timing timing;/* the last WIRE_TIMING frame */
+	int has_timing;
+	uint64_t timed_out_task;  /* task we sent SIGTERM for, or NO_TASK */
+	uint64_t kill_at_ns;      /* SIGKILL if still alive then; 0: no */
+	int stopped_by_us;        /* killed for --halt now or a second signal */
+	uint64_t fork_ns;         /* how long its fork() took */
+};
+
+struct pool {
+	struct batch *batch;
+	size_t nworkers, live;
+	struct worker_slot *slots;
+	struct pollfd *pollfds;   /* one per worker, plus the signal pipe */
+	size_t *poll_slot;
+	void *shared_map;
+	size_t shared_size;
+	struct shared_area *shared;
+	struct shared_slot *shared_slots;
+	uint64_t *requeue;        /* task indices, in the shared map */
+	size_t requeue_cap;
+	unsigned char *retry_queued; /* per task: a retry is queued or running */
+	pid_t parent_pid;
+	size_t deaths_since_progress;
+	uint64_t timeout_ns;      /* --timeout, 0: none */
+	int send_timing;          /* workers send WIRE_TIMING frames */
+	uint64_t fork_started_ns; /* when the parent called fork() for it */
+	int catch_frozen_writes;  /* workers trap writes to the setup arena */
+	int measure_memory;       /* workers read their Pss at the end */
+	struct pool_stats *stats;
+};
+
+/* The child side of fork(): runs tasks until none are left, then _exits.
+ * Never returns. */
+void worker_main(struct pool *p, size_t slot, int fd) __attribute__((noreturn));
+
+#endif

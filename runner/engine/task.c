@@ -1,0 +1,190 @@
+/*
+ * task.c - running one task and the API a workload calls inside run():
+ * cowrun_report(), cowrun_emit(), cowrun_task_error(), cowrun_error().
+ */
+#define _GNU_SOURCE
+#include "task.h"
+#include "os/util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char *current_workload = "cowrun";
+
+void task_set_current_workload(const char *name)
+{
+	current_workload = name;
+}
+
+void cowrun_error(const char *fmt, ...)
+{
+	char *message = NULL;
+	va_list ap;
+
+	va_start(ap, fmt);
+	int n = vasprintf(&message, fmt, ap);
+	va_end(ap);
+	/* Whole, however long: warnx_() shortens the values it quotes. */
+	warnx_("%s: %s", current_workload, n < 0 ? fmt : message);
+	if (n >= 0)
+		free(message);
+}
+
+void cowrun_task_error(struct cowrun_task *task, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(task->error, sizeof task->error, fmt, ap);
+	va_end(ap);
+}
+
+int cowrun_emit(struct cowrun_task *task, const void *bytes, size_t len)
+{
+	size_t need = task->record_len + len;
+
+	if (need > task->record_cap) {
+		size_t cap = task->record_cap ? task->record_cap : 64;
+		while (cap < need)
+			cap *= 2;
+		unsigned char *bigger = realloc(task->record, cap);
+		if (bigger == NULL) {
+			cowrun_task_error(task, "out of memory for a %zu-byte result", need);
+			return -1;
+		}
+		task->record = bigger;
+		task->record_cap = cap;
+	}
+	memcpy(task->record + task->record_len, bytes, len);
+	task->record_len = need;
+	return 0;
+}
+
+/* The task's name, formatted on first use: most tasks of a batch of
+ * small ones never need it. */
+static const char *task_name_of(struct cowrun_task *t, const void *state)
+{
+	if (t->name[0] == '\0')
+		t->workload->task_name(state, t->index, t->name, sizeof t->name);
+	return t->name;
+}
+
+FILE *cowrun_report(struct cowrun_task *task)
+{
+	if (task->report != NULL)
+		return task->report;
+	task_name_of(task, task->state);
+	if (!(task->workload->flags & COWRUN_WRITES_REPORTS)) {
+		cowrun_task_error(task, "workload asked for a report but is not flagged COWRUN_WRITES_REPORTS");
+		return NULL;
+	}
+	task_report_paths(task->temp_path, task->final_path, sizeof task->temp_path,
+			  task->outdir, task->name, (long)getpid());
+	int fd = openat(task->dirfd, task->temp_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+	if (fd < 0 || (task->report = fdopen(fd, "w")) == NULL) {
+		cowrun_task_error(task, "cannot create '%s': %s", task->temp_path, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return NULL;
+	}
+	return task->report;
+}
+
+/* Flush, fsync and close the report, then rename it into place.  On any
+ * error the temporary file is removed and t->error says why. */
+static int commit_report(struct cowrun_task *t)
+{
+	FILE *f = t->report;
+	int err = 0;
+
+	t->report = NULL;
+	if (fflush(f) != 0 || ferror(f))
+		err = errno ? errno : EIO;
+	else if (fsync(fileno(f)) != 0)
+		err = errno;
+	if (fclose(f) != 0 && err == 0)
+		err = errno;
+	if (err == 0 && renameat(t->dirfd, t->temp_path, t->dirfd, t->final_path) != 0)
+		err = errno;
+	if (err != 0) {
+		cowrun_task_error(t, "cannot write '%s': %s", t->final_path, strerror(err));
+		unlinkat(t->dirfd, t->temp_path, 0);
+		return -1;
+	}
+	return 0;
+}
+
+void task_report_paths(char *temp, char *final, size_t size, const char *outdir,
+		       const char *name, long pid)
+{
+	const char *slash = outdir ? "/" : "";
+
+	outdir = outdir ? outdir : "";
+	snprintf(temp, size, "%s%s.%s.%s.%ld.tmp", outdir, slash, name, host_tag(), pid);
+	snprintf(final, size, "%s%s%s", outdir, slash, name);
+}
+
+void task_remove_report(int dirfd, const char *outdir, const char *name, long pid)
+{
+	char temp[PATH_MAX], final[PATH_MAX];
+
+	task_report_paths(temp, final, sizeof temp, outdir, name, pid);
+	unlinkat(dirfd, temp, 0);
+	/* A report left by an earlier run is not this run's: a failed task
+	 * has no report. */
+	unlinkat(dirfd, final, 0);
+}
+
+static void discard_report(struct cowrun_task *t)
+{
+	if (t->report == NULL)
+		return;
+	fclose(t->report);
+	t->report = NULL;
+	unlinkat(t->dirfd, t->temp_path, 0);
+}
+
+void task_init(struct cowrun_task *t, const struct cowrun_workload *w,
+	       const char *outdir, int dirfd)
+{
+	memset(t, 0, sizeof *t);
+	t->workload = w;
+	t->outdir = outdir;
+	t->dirfd = dirfd;
+}
+
+int task_execute(struct cowrun_task *t, const void *state, size_t k)
+{
+	t->index = k;
+	t->state = state;
+	t->record_len = 0;
+	t->error[0] = '\0';
+	t->name[0] = '\0';
+	errno = 0;
+	int rc = t->workload->run(state, k, t);
+	if (rc != 0) {
+		if (t->error[0] == '\0')
+			snprintf(t->error, sizeof t->error, "run() returned %d without saying why", rc);
+		discard_report(t);
+		goto failed;
+	}
+	if (t->report != NULL && commit_report(t) != 0)
+		goto failed;
+	return 0;
+failed:
+	if (t->workload->flags & COWRUN_WRITES_REPORTS)
+		task_remove_report(t->dirfd, t->outdir, task_name_of(t, state), (long)getpid());
+	return -1;
+}
+
+void task_free(struct cowrun_task *t)
+{
+	discard_report(t);
+	free(t->record);
+	t->record = NULL;
+	t->record_len = t->record_cap = 0;
+}

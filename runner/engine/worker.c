@@ -1,0 +1,223 @@
+/*
+ * worker.c - the code that runs in a forked worker.
+ *
+ * A worker claims tasks from the shared area: a task someone requeued
+ * first, else a chunk of consecutive positions with one atomic add, sized
+ * from how long its last chunk took (one task at a time for slow tasks, up
+ * to CHUNK_MAX for trivial ones), so dispatch costs nanoseconds and a slow
+ * task never holds others hostage.  It publishes what it claimed and what it
+ * runs, so the parent can settle its tasks if it dies.  Results go back as
+ * wire frames, buffered and flushed before every claim: whatever it has not
+ * flushed lies in its current chunk.  It leaves with _exit().
+ */
+#define _GNU_SOURCE
+#include "pool_internal.h"
+#include "os/setup_arena.h"
+#include "os/signals.h"
+#include "task.h"
+#include "os/util.h"
+
+#include <signal.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#define PIPE_BUFFER_BYTES (64 * 1024)
+#define CHUNK_TARGET_NS 200000u  /* a chunk of quick tasks lasts about this */
+#define CHUNK_MAX 4096
+
+/* What a worker claimed: one requeued task, or `count` positions. */
+struct claim {
+	int requeued;
+	uint64_t first, count;
+};
+
+/* How many tasks to claim next: double while tasks are quick, down to one
+ * when they are slow, and never more than a fair share of what is left so
+ * the tail stays balanced. */
+static uint64_t next_chunk_size(uint64_t last_size, uint64_t last_ns,
+				uint64_t remaining, size_t workers)
+{
+	if (last_size == 0)
+		return 1;
+	uint64_t per_task = last_ns / last_size + 1;
+	uint64_t want = 2 * last_size;
+
+	if (want > CHUNK_TARGET_NS / per_task)
+		want = CHUNK_TARGET_NS / per_task;
+	if (want > remaining / (2 * workers))
+		want = remaining / (2 * workers);
+	if (want > CHUNK_MAX)
+		want = CHUNK_MAX;
+	return want ? want : 1;
+}
+
+static void publish_claim(struct shared_slot *me, uint64_t first, uint64_t end)
+{
+	atomic_store_explicit(&me->chunk_start, first, memory_order_relaxed);
+	atomic_store_explicit(&me->chunk_end, end, memory_order_relaxed);
+}
+
+/* Take a requeued task if there is one.  Returns 1 with *task, or 0. */
+static int claim_requeued(struct pool *p, uint64_t *task)
+{
+	struct shared_area *sh = p->shared;
+	uint64_t taken = atomic_load(&sh->requeue_taken);
+
+	while (taken < atomic_load_explicit(&sh->requeue_count, memory_order_acquire)) {
+		if (atomic_compare_exchange_weak(&sh->requeue_taken, &taken, taken + 1)) {
+			*task = p->requeue[taken];
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* Claim work and publish the claim.  Returns 0 when nothing is left. */
+static int claim(struct pool *p, struct shared_slot *me, uint64_t want, struct claim *c)
+{
+	uint64_t count = batch_count(p->batch);
+
+	if (atomic_load_explicit(&p->shared->stop, memory_order_relaxed))
+		return 0;
+	c->requeued = claim_requeued(p, &c->first);
+	if (c->requeued) {
+		c->count = 1;
+		publish_claim(me, 0, 0);
+		return 1;
+	}
+	uint64_t start = atomic_fetch_add(&p->shared->next_task, want);
+	if (start >= count)
+		return 0;
+	c->first = start;
+	c->count = start + want < count ? want : count - start;
+	publish_claim(me, start, start + c->count);
+	return 1;
+}
+
+/* Run task k and queue its frames (timing first, for the parent's joblog
+ * line).  Returns 1 if it succeeded, 0 if it failed, -1 if the pipe did. */
+static int run_and_send(struct pool *p, size_t slot, struct cowrun_task *task,
+			struct wire_writer *out, uint64_t k)
+{
+	struct shared_slot *me = &p->shared_slots[slot];
+	uint64_t start = now_ns();
+	int rc = 0;
+
+	atomic_store_explicit(&me->current_start, start, memory_order_relaxed);
+	atomic_store_explicit(&me->current, k, memory_order_release);
+	int ok = task_execute(task, p->batch->state, (size_t)k) == 0;
+	fflush(stdout); /* run()'s prints, to stderr (taskout.h), before any _exit */
+	if (p->send_timing) {
+		struct wire_timing t = { start, now_ns(), (uint32_t)slot, ok };
+		rc = wire_put(out, WIRE_TIMING, k, &t, sizeof t);
+	}
+	if (rc == 0 && ok)
+		rc = wire_put(out, WIRE_RESULT, k, task->record, task->record_len);
+	else if (rc == 0)
+		rc = wire_put(out, WIRE_FAILED, k, task->error, strlen(task->error));
+	atomic_store_explicit(&me->current, NO_TASK, memory_order_release);
+	return rc != 0 ? -1 : ok;
+}
+
+/* ---- writes to the frozen setup arena ---- */
+
+/* The fault handler's view: set once, before the handler is installed. */
+static struct shared_slot *fault_slot;
+
+/* SIGSEGV: a write to the frozen arena is the task's bug, said plainly
+ * through the shared slot; any other fault crashes as it would have. */
+static void on_segv(int sig, siginfo_t *info, void *context)
+{
+	(void)context;
+
+	if (info->si_code > 0 &&
+	    setup_arena_fault_text(info->si_addr, fault_slot->fault, sizeof fault_slot->fault))
+		_exit(WORKER_EXIT_FROZEN);
+	signal(sig, SIG_DFL);
+	raise(sig); /* delivered with the default action once we return */
+}
+
+static void catch_frozen_writes(struct shared_slot *me)
+{
+	struct sigaction sa;
+
+	fault_slot = me;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_sigaction = on_segv;
+	sa.sa_flags = SA_SIGINFO;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGSEGV, &sa, NULL);
+}
+
+/* The worker's last frame: what it cost. */
+static int send_stats(struct wire_writer *out, uint64_t start_delay, uint64_t tasks,
+		      int with_memory)
+{
+	struct worker_stats s = { .start_delay_ns = start_delay, .tasks = tasks };
+
+	procstat_measure(&s, with_memory);
+	return wire_put(out, WIRE_STATS, 0, &s, sizeof s);
+}
+
+/* Become a proper worker: die with the parent, leave the terminal's
+ * signals to it, drop the descriptors it holds for other workers. */
+static void become_worker(struct pool *p)
+{
+	/* Die with the parent, even if it died before prctl took effect. */
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() != p->parent_pid)
+		_exit(WORKER_EXIT_ORPHAN);
+	setpgid(0, 0);
+	signals_reset_in_worker();
+	for (size_t i = 0; i < p->nworkers; i++)
+		if (p->slots[i].state == SLOT_BUSY)
+			close(p->slots[i].fd);
+}
+
+void worker_main(struct pool *p, size_t slot, int fd)
+{
+	uint64_t start_delay = now_ns() - p->fork_started_ns;
+	struct shared_slot *me = &p->shared_slots[slot];
+	struct wire_writer out;
+	struct cowrun_task task;
+	struct claim c;
+	uint64_t last_size = 0, last_ns = 0, tasks = 0;
+
+	become_worker(p);
+	if (p->catch_frozen_writes)
+		catch_frozen_writes(me);
+	if (wire_writer_init(&out, fd, PIPE_BUFFER_BYTES) != 0)
+		_exit(WORKER_EXIT_NOMEM);
+	task_init(&task, p->batch->workload, batch_outdir_path(p->batch),
+		  batch_outdir_fd(p->batch));
+	for (;;) {
+		/* Flush before claiming: unsent results stay in one chunk. */
+		if (wire_flush(&out) != 0)
+			_exit(WORKER_EXIT_PIPE);
+		uint64_t count = batch_count(p->batch);
+		uint64_t next = atomic_load_explicit(&p->shared->next_task, memory_order_relaxed);
+		if (!claim(p, me, next_chunk_size(last_size, last_ns,
+				next < count ? count - next : 0, p->nworkers), &c))
+			break;
+		uint64_t start = now_ns();
+		for (uint64_t i = 0; i < c.count; i++) {
+			if (atomic_load_explicit(&p->shared->stop, memory_order_relaxed))
+				break; /* the rest of the chunk was never started */
+			uint64_t k = c.requeued ? c.first : batch_task(p->batch, c.first + i);
+			int ok = run_and_send(p, slot, &task, &out, k);
+			if (ok < 0)
+				_exit(WORKER_EXIT_PIPE);
+			tasks++;
+			/* A retry deserves a fresh fork of the pristine parent. */
+			if (!ok && p->batch->retries > 0)
+				goto leave;
+		}
+		last_size = c.count;
+		last_ns = now_ns() - start;
+	}
+leave:
+	if (send_stats(&out, start_delay, tasks, p->measure_memory) != 0 || wire_flush(&out) != 0)
+		_exit(WORKER_EXIT_PIPE);
+	_exit(0);
+}

@@ -1,0 +1,43 @@
+/*
+ * outdir.h - the output directory and the report files' names: every task
+ * of a workload that writes reports must have a name that is a safe file
+ * name of its own, no side file may lie where a report goes, and the
+ * directory must exist and take files before any task runs.
+ */
+#ifndef COWRUN_OUTDIR_H
+#define COWRUN_OUTDIR_H
+
+#include "engine/batch.h"
+#include "sidefiles.h"
+
+/*
+ * Before anything is opened: every task's name is a file name (no '/',
+ * not hidden, not empty) and no two are the same, and no side file lies
+ * in b->outdir under one of them.  Nothing to check for a workload that
+ * writes no reports.  Returns 0 or -1 after a message.
+ */
+int outdir_check_reports(const struct batch *b, const struct sidefiles *files);
+
+/*
+ * Create b->outdir (and its parents; not when the batch was given the
+ * directory as a descriptor, b->outdir_by_fd) and make sure a file can be created
+ * in it: sidefiles_open()'s `prepare` step, `ctx` being the batch.
+ * Then remove the stale temporary files of this host's dead runs from it
+ * (outdir_remove_stale()).  Nothing for a workload that writes no reports.
+ * Returns 0 or -1 after a message naming the directory.
+ */
+int outdir_make(void *ctx);
+
+/*
+ * Remove from `dir` the temporary report files (".NAME.HOST.PID.tmp") that
+ * this host's runs left when they were killed: HOST this host's
+ * (host_tag()), PID no live process here.  Another host's files, which a
+ * shared directory holds while their runs go on, and any other name are
+ * left alone.  Returns how many were removed (0 if `dir` cannot be read).
+ */
+size_t outdir_remove_stale(const char *dir);
+
+/* The same in an open directory (`dirfd` is the caller's, kept open). */
+size_t outdir_remove_stale_at(int dirfd);
+
+#endif

@@ -1,0 +1,200 @@
+/*
+ * options.c - parse workload options from a declarative table, and print
+ * them as help.  A table entry names a field of the workload's config
+ * struct by offset, so one parser serves every workload.
+ */
+#include "options.h"
+#include "os/util.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const struct cowrun_option *find_option(const struct cowrun_option *opts,
+					       const char *name, size_t len)
+{
+	for (; opts && opts->type != COWRUN_OPT_END; opts++)
+		if (strlen(opts->name) == len && strncmp(opts->name, name, len) == 0)
+			return opts;
+	return NULL;
+}
+
+/* Store `value` into the field `o` describes.  Returns 0 or -1 after a
+ * message naming the option and the reason. */
+static int store_value(const struct cowrun_option *o, const char *value, void *config)
+{
+	char *field = (char *)config + o->offset;
+	long long integer;
+	double real;
+
+	switch (o->type) {
+	case COWRUN_OPT_INT:
+		if (parse_ll(value, (long long)o->min, (long long)o->max, &integer) != 0)
+			goto bad;
+		memcpy(field, &integer, sizeof integer);
+		return 0;
+	case COWRUN_OPT_DOUBLE:
+		if (parse_double(value, o->min, o->max, &real) != 0)
+			goto bad;
+		memcpy(field, &real, sizeof real);
+		return 0;
+	case COWRUN_OPT_STRING:
+		memcpy(field, &value, sizeof value);
+		return 0;
+	default:
+		cowrun_error("--%s: option table entry has an unknown type", o->name);
+		return -1;
+	}
+bad:
+	if (errno == ERANGE)
+		cowrun_error("--%s: '%s' is out of range (%.15g to %.15g)",
+			     o->name, value, o->min, o->max);
+	else
+		cowrun_error("--%s: '%s' is not a number", o->name, value);
+	return -1;
+}
+
+/* Parse one "--name[=value]" at argv[*i], consuming its value argument
+ * if separate.  Returns 0 or -1 after a message. */
+static int parse_one(int argc, char **argv, int *i,
+		     const struct cowrun_option *opts, void *config)
+{
+	const char *arg = argv[*i] + 2;
+	const char *eq = strchr(arg, '=');
+	size_t len = eq ? (size_t)(eq - arg) : strlen(arg);
+	const struct cowrun_option *o = find_option(opts, arg, len);
+
+	if (o == NULL) {
+		cowrun_error("unknown option '%s' (see --help)", argv[*i]);
+		return -1;
+	}
+	if (o->type == COWRUN_OPT_FLAG) {
+		if (eq) {
+			cowrun_error("--%s takes no value", o->name);
+			return -1;
+		}
+		int one = 1;
+		memcpy((char *)config + o->offset, &one, sizeof one);
+		return 0;
+	}
+	if (eq)
+		return store_value(o, eq + 1, config);
+	if (*i + 1 >= argc) {
+		cowrun_error("--%s needs a value (%s)", o->name, o->argname ? o->argname : "VALUE");
+		return -1;
+	}
+	return store_value(o, argv[++*i], config);
+}
+
+int cowrun_parse_options(int argc, char **argv,
+			 const struct cowrun_option *options, void *config)
+{
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--") == 0 && i + 1 < argc) {
+			cowrun_error("unexpected argument '%s'", argv[i + 1]);
+			return -1;
+		}
+		if (strncmp(argv[i], "--", 2) != 0 || argv[i][2] == '\0') {
+			if (strcmp(argv[i], "--") == 0)
+				continue;
+			cowrun_error("unexpected argument '%s' (options are --name VALUE)", argv[i]);
+			return -1;
+		}
+		if (parse_one(argc, argv, &i, options, config) != 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* Bytes of a config struct the table writes: its last field's end. */
+static size_t config_size(const struct cowrun_option *opts)
+{
+	size_t size = 0;
+
+	for (const struct cowrun_option *o = opts; o->type != COWRUN_OPT_END; o++) {
+		size_t field = o->type == COWRUN_OPT_INT ? sizeof(long long)
+			: o->type == COWRUN_OPT_DOUBLE ? sizeof(double)
+			: o->type == COWRUN_OPT_STRING ? sizeof(const char *) : sizeof(int);
+		if (o->offset + field > size)
+			size = o->offset + field;
+	}
+	return size;
+}
+
+int options_check(const struct cowrun_workload *w, int argc, char **argv)
+{
+	if (w->options == NULL)
+		return 0;
+	size_t size = config_size(w->options);
+	void *config = calloc(1, size ? size : 1);
+	if (config == NULL) {
+		cowrun_error("out of memory");
+		return -1;
+	}
+	/* The defaults struct holds every field the table names. */
+	if (w->defaults != NULL && size > 0)
+		memcpy(config, w->defaults, size);
+	int rc = cowrun_parse_options(argc, argv, w->options, config);
+	free(config);
+	return rc;
+}
+
+int options_want_help(int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--") == 0)
+			return 0;
+		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)
+			return 1;
+	}
+	return 0;
+}
+
+/* The default value of `o`, read from the workload's defaults config. */
+static void format_default(const struct cowrun_option *o, const void *defaults,
+			   char *buf, size_t size)
+{
+	long long integer;
+	double real;
+	const char *text;
+
+	buf[0] = '\0';
+	if (defaults == NULL)
+		return;
+	const char *field = (const char *)defaults + o->offset;
+	switch (o->type) {
+	case COWRUN_OPT_INT:
+		memcpy(&integer, field, sizeof integer);
+		snprintf(buf, size, " (default %lld)", integer);
+		break;
+	case COWRUN_OPT_DOUBLE:
+		memcpy(&real, field, sizeof real);
+		snprintf(buf, size, " (default %g)", real);
+		break;
+	case COWRUN_OPT_STRING:
+		memcpy(&text, field, sizeof text);
+		if (text)
+			snprintf(buf, size, " (default %s)", text);
+		break;
+	default:
+		break;
+	}
+}
+
+void options_print_help(const struct cowrun_workload *w, FILE *out)
+{
+	fprintf(out, "Usage: cowrun [RUNNER OPTIONS] %s [OPTIONS]\n\n%s\n",
+		w->name, w->summary);
+	if (w->description)
+		fprintf(out, "\n%s\n", w->description);
+	fprintf(out, "\nOptions of %s:\n", w->name);
+	for (const struct cowrun_option *o = w->options; o && o->type != COWRUN_OPT_END; o++) {
+		char left[64], dflt[96];
+		snprintf(left, sizeof left, "--%s%s%s", o->name,
+			 o->argname ? " " : "", o->argname ? o->argname : "");
+		format_default(o, w->defaults, dflt, sizeof dflt);
+		fprintf(out, "  %-22s %s%s\n", left, o->help, dflt);
+	}
+	fprintf(out, "  %-22s %s\n", "--help", "show this help");
+	fprintf(out, "\nRunner options (-j, --mode, -o ...): cowrun --help\n");
+}
