@@ -19,6 +19,7 @@
 #include "run/resume.h"
 #include "os/procstat.h"
 #include "engine/selection.h"
+#include "engine/serial.h"
 #include "serve/serve.h"
 #include "os/setup_arena.h"
 #include "run/sidefiles.h"

@@ -6,11 +6,9 @@
 #include "os/signals.h"
 #include "task.h"
 #include "os/util.h"
-#include "watchdog.h"
 
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 int batch_init(struct batch *b)
 {
@@ -172,32 +170,6 @@ int batch_stopping(struct batch *b)
 int batch_killing(const struct batch *b)
 {
 	return b->halting == HALT_NOW || signals_count() > 1;
-}
-
-int serial_run(struct batch *b)
-{
-	struct cowrun_task task;
-	int rc = 0;
-
-	task_init(&task, b->workload, batch_outdir_path(b), batch_outdir_fd(b));
-	for (size_t i = 0; i < batch_count(b) && rc == 0 && !batch_stopping(b); i++) {
-		struct attempt a = { .task = batch_task(b, i), .pid = (long)getpid() };
-		if (!batch_pending(b, a.task))
-			continue; /* resolved already: loaded by --resume */
-		do {
-			a.start_ns = now_ns();
-			watchdog_enter(0, a.task);
-			a.exitval = task_execute(&task, b->state, a.task) == 0 ? 0 : 1;
-			fflush(stdout); /* run()'s prints: to stderr (taskout.h) */
-			watchdog_leave(0);
-			a.end_ns = now_ns();
-			a.received = a.exitval ? 0 : task.record_len;
-		} while (a.exitval && batch_attempt_failed(b, &a, task.error));
-		if (a.exitval == 0)
-			rc = batch_attempt_ok(b, &a, task.record, task.record_len);
-	}
-	task_free(&task);
-	return rc;
 }
 
 void batch_free(struct batch *b)

@@ -130,9 +130,6 @@ int batch_stopping(struct batch *b);
 /* Kill the running tasks too: --halt now, or a second signal. */
 int batch_killing(const struct batch *b);
 
-/* Run the selected tasks in this process, in order: the reference. */
-int serial_run(struct batch *b);
-
 void batch_free(struct batch *b);
 
 #endif
