@@ -27,7 +27,8 @@ int jobs_parse(const char *text, struct jobs_spec *spec, const char **why)
 		digits++;
 	} else if (number[len - 1] == '%') {
 		spec->kind = JOBS_PERCENT;
-		number[len - 1] = '\0';
+		/* digits points into number: this drops the '%' it reads. */
+		number[len - 1] = '\0'; // cppcheck-suppress unreadVariable
 	}
 	/* Digits only: no second sign, no spaces, nothing after. */
 	if (digits[0] < '0' || digits[0] > '9')

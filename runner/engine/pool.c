@@ -253,12 +253,13 @@ static void settle_current_task(struct pool *p, size_t i, uint64_t k, int status
 {
 	struct worker_slot *s = &p->slots[i];
 	struct batch *b = p->batch;
-	char how[160], why[256], name[COWRUN_NAME_MAX];
+	char how[160], why[256];
 	struct attempt a;
 
 	if (!batch_pending(b, (size_t)k))
 		return;
 	if (b->workload->flags & COWRUN_WRITES_REPORTS) {
+		char name[COWRUN_NAME_MAX];
 		b->workload->task_name(b->state, (size_t)k, name, sizeof name);
 		task_remove_report(batch_outdir_fd(b), batch_outdir_path(b), name, (long)s->pid);
 	}

@@ -210,11 +210,11 @@ int parse_double(const char *text, double min, double max, double *out)
 
 const char *signal_name(int sig)
 {
-	static char unknown[32];
 	static char known[40];
 	const char *abbrev = sigabbrev_np(sig);
 
 	if (abbrev == NULL) {
+		static char unknown[32];
 		snprintf(unknown, sizeof unknown, "signal %d", sig);
 		return unknown;
 	}

@@ -17,13 +17,14 @@
  *               and its output directory, passed as descriptors; then the
  *               exit status to the client.  A client that goes away
  *               cancels its batch.
- * main.c owns the run's steps and gives them as hooks; this module owns
- * the processes, the socket and the messages (proto.h).
+ * hooks.c gives the run's steps (run/run.h) as hooks; the rest of this
+ * folder owns the processes, the socket and the messages (proto.h).
  */
 #ifndef COWRUN_SERVE_H
 #define COWRUN_SERVE_H
 
 #include "proto.h"
+#include "run/config.h"
 
 #include <stddef.h>
 #include <sys/types.h>
@@ -68,6 +69,12 @@ int serve_parse(int argc, char **argv, struct serve_config *cfg);
  * batches).  Returns the exit status: 0, or 255 after a message (the
  * socket could not be made, the first setup failed). */
 int serve_main(const struct serve_config *cfg, const struct serve_hooks *hooks);
+
+/* `cowrun serve`: serve the workload of a parsed runner command line
+ * (cfg, kept by the server) with the serve options in scfg.  Options a
+ * served batch cannot have (--mode other than fork, --merge, side files)
+ * are refused.  Returns serve_main()'s status, or EXIT_USAGE. */
+int serve_workload(const struct serve_config *scfg, const struct run_config *cfg);
 
 /* `cowrun submit ...` (argv[0] is "submit").  Returns the exit status:
  * the batch's, or 255 (bad usage, refused) or 254 (server lost). */

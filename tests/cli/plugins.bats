@@ -6,7 +6,7 @@ load helpers
 
 # plugin CASE: build tests/fixtures/plugins/bad_plugins.c for CASE into $BATS_TEST_TMPDIR/CASE.so
 plugin() {
-	cc -std=gnu11 -fPIC -shared -I"$ROOT/runner" -D"CASE_$1" -o "$BATS_TEST_TMPDIR/$1.so" \
+	cc -std=gnu11 -fPIC -shared -I"$ROOT/include" -D"CASE_$1" -o "$BATS_TEST_TMPDIR/$1.so" \
 		"$ROOT/tests/fixtures/plugins/bad_plugins.c"
 }
 
@@ -153,6 +153,28 @@ RISK_SMALL=(risk --assets 20 --days 60 --portfolios 5 --positions 8 --scenarios 
 	[ ! -e "$BATS_TEST_TMPDIR/none" ]
 }
 
+@test "make install with a custom libdir and bindir: the installed cowrun finds risk.so there, and only there" {
+	# Built in a copy: another libdir recompiles plugin.o, and this
+	# checkout's bin/cowrun is what every other test runs.
+	src="$BATS_TEST_TMPDIR/src" d="$BATS_TEST_TMPDIR/inst"
+	mkdir "$src"
+	(cd "$ROOT" && git ls-files -z -co --exclude-standard | tar --null -T - -cf -) | tar -xf - -C "$src"
+	make -s -C "$src" -j2 install DESTDIR="$d" prefix=/opt/cw libdir=/opt/cw/lib64/x86_64 \
+		bindir=/opt/cw/sbin >/dev/null
+	installed="$d/opt/cw/sbin/cowrun"
+	[ -f "$d/opt/cw/lib64/x86_64/cowrun/workloads/risk.so" ]
+	[ ! -e "$d/opt/cw/lib/cowrun" ]
+	# Not beside a checkout's build/: only the installed path can serve.
+	rm -rf "$src/build/workloads"
+	run --separate-stderr "$REAPER" "$installed" -j 2 -o "$BATS_TEST_TMPDIR/custom" "${RISK_SMALL[@]}"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"VaR"* ]]
+	rm "$d/opt/cw/lib64/x86_64/cowrun/workloads/risk.so"
+	run --separate-stderr "$REAPER" "$installed" -o "$BATS_TEST_TMPDIR/none" "${RISK_SMALL[@]}"
+	[ "$status" -eq 255 ]
+	assert_one_line_error "cowrun: risk: its library risk.so is not installed: looked in $d/opt/cw/sbin/../lib64/x86_64/cowrun/workloads, *"
+}
+
 @test "COWRUN_WORKLOAD_PATH: a workload found by name; --list reads its summary file and loads nothing" {
 	plugin LOUD
 	mkdir "$BATS_TEST_TMPDIR/wl"
@@ -180,7 +202,7 @@ RISK_SMALL=(risk --assets 20 --days 60 --portfolios 5 --positions 8 --scenarios 
 	mkdir "$BATS_TEST_TMPDIR/wl"
 	echo 'int cowrun_gone(void) { return 1; }' > "$BATS_TEST_TMPDIR/gone.c"
 	cc -shared -fPIC -o "$BATS_TEST_TMPDIR/libcowrungone.so" "$BATS_TEST_TMPDIR/gone.c"
-	cc -std=gnu11 -fPIC -shared -I"$ROOT/runner" -o "$BATS_TEST_TMPDIR/wl/tiny.so" \
+	cc -std=gnu11 -fPIC -shared -I"$ROOT/include" -o "$BATS_TEST_TMPDIR/wl/tiny.so" \
 		"$ROOT/tests/fixtures/plugins/bad_plugins.c" -Wl,--no-as-needed -L"$BATS_TEST_TMPDIR" -lcowrungone
 	rm "$BATS_TEST_TMPDIR/libcowrungone.so"
 	COWRUN_WORKLOAD_PATH="$BATS_TEST_TMPDIR/wl" run --separate-stderr cowrun tiny

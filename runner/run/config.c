@@ -1,0 +1,151 @@
+/*
+ * config.c - a run's settings, one option at a time (run_config_set) and
+ * as a whole (run_config_check); config.h says what each key means.
+ */
+#include "config.h"
+#include "os/util.h"
+
+#include <string.h>
+
+void run_config_init(struct run_config *cfg)
+{
+	memset(cfg, 0, sizeof *cfg);
+	cfg->jobs = (struct jobs_spec){ JOBS_PLUS, 0 };
+	cfg->mode = MODE_FORK;
+	cfg->outdir = "out";
+}
+
+static int parse_mode(const char *text, enum mode *mode)
+{
+	static const char *const names[] = { "fork", "serial", "omp" };
+
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+		if (strcmp(text, names[i]) == 0) {
+			*mode = (enum mode)i;
+			return 0;
+		}
+	return -1;
+}
+
+/* Options naming what to run or where a file goes: given twice, one would
+ * be silently dropped, so it is an error.  Returns 0 or EXIT_USAGE. */
+static int refuse_repeat(int key, struct run_config *cfg)
+{
+	static const char once[] = "TSRLJPW";
+	static const char *const names[] = { "--tasks", "--shard", "--save-results",
+					     "--timeline", "--joblog", "--stats", "--workload" };
+	const char *at = strchr(once, key);
+
+	if (key == 0 || at == NULL)
+		return 0;
+	unsigned bit = 1u << (at - once);
+	if (cfg->seen & bit) {
+		warnx_("%s given twice", names[at - once]);
+		return EXIT_USAGE;
+	}
+	cfg->seen |= bit;
+	return 0;
+}
+
+int run_config_set(struct run_config *cfg, int key, const char *arg)
+{
+	const char *why;
+
+	if (refuse_repeat(key, cfg) != 0)
+		return EXIT_USAGE;
+	switch (key) {
+	case 'j':
+		if (jobs_parse(arg, &cfg->jobs, &why) == 0)
+			return 0;
+		warnx_("-j: bad value '%s': %s", arg, why);
+		return EXIT_USAGE;
+	case 'm':
+		if (parse_mode(arg, &cfg->mode) == 0)
+			return 0;
+		warnx_("--mode: unknown mode '%s' (fork, omp or serial)", arg);
+		return EXIT_USAGE;
+	case 'T':
+		if (selection_check_list(arg, &why) == 0) {
+			cfg->selection.list = arg;
+			return 0;
+		}
+		warnx_("--tasks: bad list '%s': %s", arg, why);
+		return EXIT_USAGE;
+	case 'S':
+		if (selection_parse_shard(arg, &cfg->selection, &why) == 0)
+			return 0;
+		warnx_("--shard: bad value '%s': %s", arg, why);
+		return EXIT_USAGE;
+	case 'y':
+		if (parse_ll(arg, 0, 1000, &cfg->retries) == 0)
+			return 0;
+		warnx_("--retries: bad value '%s': expected a number 0-1000", arg);
+		return EXIT_USAGE;
+	case 'H':
+		if (halt_parse(arg, &cfg->halt, &why) == 0)
+			return 0;
+		warnx_("--halt: bad value '%s': %s", arg, why);
+		return EXIT_USAGE;
+	case 't':
+		if (parse_double(arg, 0.001, 1e7, &cfg->timeout_s) == 0)
+			return 0;
+		warnx_("--timeout: bad value '%s': expected seconds, 0.001 or more", arg);
+		return EXIT_USAGE;
+	case 'B':
+		if (arg == NULL || strcmp(arg, "always") == 0) {
+			cfg->bar = arg ? 2 : 1;
+			return 0;
+		}
+		warnx_("--bar: bad value '%s': only --bar or --bar=always", arg);
+		return EXIT_USAGE;
+	case 'M':
+		if (cfg->nmerge < MAX_MERGE_FILES) {
+			cfg->merge_paths[cfg->nmerge++] = arg;
+			return 0;
+		}
+		warnx_("--merge: more than %d files", MAX_MERGE_FILES);
+		return EXIT_USAGE;
+	}
+	if (arg[0] == '\0') {
+		warnx_("%s: empty file name", key == 'o' ? "--outdir" : key == 'R' ? "--save-results" :
+		       key == 'J' ? "--joblog" : key == 'P' ? "--stats" : key == 'W' ? "--workload" :
+		       "--timeline");
+		return EXIT_USAGE;
+	}
+	switch (key) {
+	case 'o': cfg->outdir = arg; break;
+	case 'R': cfg->save_path = arg; break;
+	case 'L': cfg->timeline_path = arg; break;
+	case 'J': cfg->joblog_path = arg; break;
+	case 'P': cfg->stats_path = arg; break;
+	case 'W': cfg->plugin_path = arg; break;
+	}
+	return 0;
+}
+
+int run_config_check(const struct run_config *cfg)
+{
+	if (cfg->nmerge > 0 && (cfg->save_path || selection_active(&cfg->selection) ||
+				cfg->timeline_path)) {
+		warnx_("--merge runs no task: it cannot be combined with --save-results, --tasks, --shard or --timeline");
+		return EXIT_USAGE;
+	}
+	if (cfg->resume && cfg->joblog_path == NULL) {
+		warnx_("--resume needs the --joblog FILE of the run to resume");
+		return EXIT_USAGE;
+	}
+	if (cfg->nmerge > 0 && (cfg->joblog_path || cfg->resume)) {
+		warnx_("--merge runs no task: it cannot be combined with --joblog or --resume");
+		return EXIT_USAGE;
+	}
+	if (cfg->timeout_s > 0 && cfg->mode != MODE_FORK) {
+		warnx_("--timeout needs --mode fork: only a worker process can be stopped");
+		return EXIT_USAGE;
+	}
+	if (cfg->mode == MODE_OMP && (cfg->workload->flags & COWRUN_NOT_THREAD_SAFE) && !cfg->force) {
+		warnx_("%s is not thread-safe: --mode omp would give wrong results (use fork, or --force to see it happen)",
+		       cfg->workload->name);
+		return EXIT_USAGE;
+	}
+	return 0;
+}

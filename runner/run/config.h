@@ -1,0 +1,78 @@
+/*
+ * config.h - a run's settings: what the runner's options say (-j, --mode,
+ * the files it reads and writes, retries, --halt), set one option at a
+ * time and then checked as a whole.  The command line (cli/main.c) and a
+ * served request (serve/hooks.c) both set them through run_config_set(),
+ * so an option means the same wherever it is given.
+ */
+#ifndef COWRUN_CONFIG_H
+#define COWRUN_CONFIG_H
+
+#include "cowrun.h"
+#include "engine/halt.h"
+#include "engine/jobs.h"
+#include "engine/selection.h"
+
+#include <stddef.h>
+
+#define COWRUN_VERSION "0.3.0"
+#define MAX_MERGE_FILES 4096
+
+/* Exit statuses, as GNU Parallel's where it has one. */
+enum {
+	EXIT_MANY_FAILED = 101,   /* more than 100 tasks failed */
+	EXIT_INTERRUPTED = 128,   /* plus the signal: 130 SIGINT, 143 SIGTERM */
+	EXIT_RUNNER_ERROR = 254,  /* the runner failed after tasks began */
+	EXIT_USAGE = 255,         /* bad usage or input, before any task ran */
+};
+
+enum mode { MODE_FORK, MODE_SERIAL, MODE_OMP };
+
+struct run_config {
+	struct jobs_spec jobs;
+	enum mode mode;
+	int force;                /* omp mode even if not thread-safe */
+	const char *outdir;
+	int verbose;
+	int show_version;         /* --version (with -v: what a merge needs) */
+	int check_args;           /* --check-args: parse the workload's options only */
+	struct selection selection;
+	const char *save_path;    /* --save-results */
+	const char *timeline_path;
+	const char *merge_paths[MAX_MERGE_FILES];
+	size_t nmerge;
+	const char *joblog_path;  /* --joblog, maybe "+FILE" */
+	int resume;               /* 1 --resume, 2 --resume-failed */
+	long long retries;
+	struct halt_policy halt;
+	double timeout_s;
+	int bar;                  /* 0 off, 1 on a terminal, 2 always */
+	int no_huge_pages, no_freeze;
+	const char *stats_path;   /* --stats */
+	const char *plugin_path;  /* --workload FILE.so */
+	unsigned seen;            /* options that may be given once */
+	const struct cowrun_workload *workload;
+	int wargc;
+	char **wargv;
+};
+
+/* The defaults: -j the CPUs, fork mode, reports in out/, nothing else. */
+void run_config_init(struct run_config *cfg);
+
+/*
+ * Set the option that takes a value, named by its short key as the
+ * command line's getopt table has it ('j' -j, 'm' --mode, 'o' --outdir,
+ * 'T' --tasks, 'S' --shard, 'R' --save-results, 'M' --merge, 'L'
+ * --timeline, 'J' --joblog, 'y' --retries, 'H' --halt, 't' --timeout, 'B'
+ * --bar, 'P' --stats, 'W' --workload), checking the value.  An option
+ * that names a file or a selection may be given once.  Returns 0, or
+ * EXIT_USAGE after a one-line message naming the option.  The config
+ * keeps pointers to `arg`, which the caller keeps alive.
+ */
+int run_config_set(struct run_config *cfg, int key, const char *arg);
+
+/* Options that only make sense together, or not at all together, once
+ * the workload is known.  Returns 0 or EXIT_USAGE after a message. */
+int run_config_check(const struct run_config *cfg);
+
+#endif

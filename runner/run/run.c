@@ -1,0 +1,423 @@
+/*
+ * run.c - a run's steps once its options are known (run.h): the setup,
+ * the task selection, the task phase in the chosen mode with its side
+ * files, the merge and summary, and the exit status.
+ */
+#define _GNU_SOURCE
+#include "run.h"
+#include "merge.h"
+#include "outdir.h"
+#include "resume.h"
+#include "engine/omprun.h"
+#include "engine/pool.h"
+#include "engine/serial.h"
+#include "engine/task.h"
+#include "engine/taskout.h"
+#include "engine/watchdog.h"
+#include "files/results.h"
+#include "os/parallel.h"
+#include "os/procstat.h"
+#include "os/setup_arena.h"
+#include "os/signals.h"
+#include "os/util.h"
+#include "workload/options.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Standard output was closed when cowrun started (/dev/null holds its
+ * place): the summary has nowhere to go. */
+static int stdout_closed;
+
+void run_note_stdout_closed(int closed)
+{
+	stdout_closed = closed;
+}
+
+static size_t choose_workers(const struct run_config *cfg, size_t ntasks)
+{
+	size_t workers = jobs_resolve(&cfg->jobs, cpu_count(), ntasks);
+	size_t max = pool_max_workers();
+
+	if (cfg->mode == MODE_FORK && workers > max) {
+		if (cfg->jobs.kind != JOBS_PER_TASK)
+			warnx_("only enough file descriptors for %zu workers: using %zu", max, max);
+		workers = max;
+	}
+	return workers;
+}
+
+/* The setup's threads (cowrun_parallel()): the workers -j means, at most
+ * the usable CPUs (-j 0, one per task, means the CPUs here: the task count
+ * is not known before setup); one in serial mode. */
+static unsigned choose_setup_threads(const struct run_config *cfg)
+{
+	int cpus = cpu_count();
+	size_t threads = jobs_resolve(&cfg->jobs, cpus, (size_t)1 << 30); /* no task count yet */
+
+	if (cfg->mode == MODE_SERIAL)
+		return 1;
+	return threads < (size_t)cpus ? (unsigned)threads : (unsigned)cpus;
+}
+
+/* --stats and the --verbose memory line: how much of the setup the
+ * workers shared, and how much each copied.  Returns 0 or -1 after a
+ * message (the stats file could not be written). */
+static int report_worker_memory(const struct run_config *cfg, struct sidefiles *files,
+				const struct pool_stats *st, size_t setup_bytes)
+{
+	uint64_t private_kb = 0, pss_kb = 0;
+
+	for (size_t i = 0; i < st->nper_worker; i++) {
+		private_kb += st->per_worker[i].private_dirty_kb;
+		pss_kb += st->per_worker[i].pss_kb;
+	}
+	if (cfg->verbose && st->nper_worker > 0) {
+		double copied = (double)private_kb / (double)st->nper_worker * 1024.0;
+		warnx_("memory: setup %.1f MiB shared by %zu workers; each copied or allocated %.1f MiB "
+		       "(%.1f%% of the setup) on average, Pss %.1f MiB; fork %.3f ms avg",
+		       setup_bytes / 1048576.0, st->nper_worker, copied / 1048576.0,
+		       setup_bytes ? 100.0 * copied / (double)setup_bytes : 0.0,
+		       (double)pss_kb / (double)st->nper_worker / 1024.0,
+		       st->forks ? st->fork_ns_total / 1e6 / (double)st->forks : 0.0);
+	}
+	return sidefiles_write_stats(files, st->per_worker, st->nper_worker);
+}
+
+/* Run the task phase in the chosen mode.  Returns 0 or -1 (runner error). */
+static int run_tasks(const struct run_config *cfg, struct batch *b, struct sidefiles *files)
+{
+	struct pool_stats stats;
+	size_t count = batch_count(b);
+
+	if (cfg->mode == MODE_SERIAL || count == 0) {
+		if (cfg->verbose)
+			warnx_("serial: %zu tasks in this process, threads %zu", count,
+			       procstat_threads());
+		return serial_run(b);
+	}
+	size_t workers = choose_workers(cfg, count);
+	if (cfg->mode == MODE_OMP) {
+		if (cfg->verbose)
+			warnx_("omp: %zu threads on %d CPUs", workers, cpu_count());
+		return omp_run(b, workers);
+	}
+	/* A worker's Pss costs milliseconds to read: only when it is shown. */
+	struct pool_options opt = { (uint64_t)(cfg->timeout_s * 1e9), !cfg->no_freeze,
+				    cfg->verbose || cfg->stats_path };
+	size_t setup_bytes = arena_used(setup_arena());
+	if (setup_bytes == 0)
+		setup_bytes = procstat_rss_bytes();
+	int rc = pool_run(b, workers, &opt, &stats);
+	if (cfg->verbose)
+		warnx_("fork: %zu workers on %d CPUs, %zu forks, fork() avg %.3f ms max %.3f ms, %zu worker deaths, "
+		       "threads at fork %zu",
+		       stats.workers, cpu_count(), stats.forks,
+		       stats.forks ? stats.fork_ns_total / 1e6 / (double)stats.forks : 0.0,
+		       stats.fork_ns_max / 1e6, stats.worker_deaths, stats.threads_at_fork);
+	if (report_worker_memory(cfg, files, &stats, setup_bytes) != 0 && rc == 0)
+		rc = -1;
+	free(stats.per_worker);
+	return rc;
+}
+
+/* Merge is done: print the summary and check stdout really took it.  No
+ * summary from a merge that went wrong: it would be wrong too. */
+static int finish_batch(struct batch *b)
+{
+	if (b->merge_failed) {
+		warnx_("%s: no summary: a result could not be merged", b->workload->name);
+		return -1;
+	}
+	if (stdout_closed) {
+		warnx_("cannot write the summary to standard output: %s", strerror(EBADF));
+		return -1;
+	}
+	int rc = b->workload->finish(b->state, stdout);
+
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		warnx_("cannot write the summary to standard output: %s", strerror(errno));
+		rc = -1;
+	}
+	if (b->failed > 0)
+		warnx_("%s: %zu of %zu tasks failed; the summary covers the other %zu",
+		       b->workload->name, b->failed, batch_count(b), b->succeeded);
+	return rc;
+}
+
+static int exit_status(const struct batch *b, int runner_failed)
+{
+	if (runner_failed || b->merge_failed)
+		return EXIT_RUNNER_ERROR;
+	if (b->failed > 100)
+		return EXIT_MANY_FAILED;
+	return (int)b->failed;
+}
+
+/* A stopped run: say what was done and what was not. */
+static int report_stop(const struct run_config *cfg, const struct batch *b)
+{
+	size_t done = b->succeeded + b->failed, count = batch_count(b);
+
+	char killed[64] = "";
+
+	if (b->killed)
+		snprintf(killed, sizeof killed, ", %zu killed while running", b->killed);
+	if (signals_count() > 0) {
+		warnx_("interrupted: %zu done, %zu running finished, %zu not started%s; %s",
+		       b->done_at_stop, done - b->done_at_stop, count - done - b->killed, killed,
+		       cfg->joblog_path ? "rerun with --resume" : "finished work was not kept (no --joblog)");
+		return EXIT_INTERRUPTED + signals_last();
+	}
+	warnx_("halted (--halt): %zu done, %zu failed, %zu not started%s; no summary",
+	       done, b->failed, count - done - b->killed, killed);
+	return exit_status(b, 0);
+}
+
+/* The temporary side files, for the watchdog to remove if the run ends
+ * before it could commit or remove them itself. */
+static void note_temporary_files(const struct sidefiles *files)
+{
+	if (files->paths.save)
+		watchdog_note_temp(files->save.temp);
+	if (files->paths.timeline)
+		watchdog_note_temp(files->timeline.temp);
+}
+
+/* The task phase, with its side files.  Returns the exit status. */
+static int execute_here(const struct run_config *cfg, struct batch *b, struct sidefiles *files,
+			const char *identity, long long journal_keep, const struct resume_state *resume)
+{
+	/* Checks first, then sidefiles_open()'s order: a refused run leaves
+	 * no output directory and no earlier joblog destroyed. */
+	if (outdir_check_reports(b, files) != 0 ||
+	    sidefiles_open(files, b, identity, journal_keep, outdir_make, b) != 0)
+		return EXIT_USAGE;
+	note_temporary_files(files);
+	/* --resume with --save-results: the journal's outcomes go into the
+	 * saved results too (they are taken once saving is wired), so that
+	 * they hold the whole selection, as an uninterrupted run's do. */
+	if (resume && resume_apply(resume, cfg->resume == 2, b) != 0) {
+		warnx_("out of memory for %zu tasks", b->ntasks);
+		sidefiles_close(files, b, 0);
+		return EXIT_RUNNER_ERROR;
+	}
+	progress_init(&b->progress, cfg->bar, batch_count(b));
+	int saved_stdout = taskout_begin();
+	b->started_ns = now_ns();
+	int failed = run_tasks(cfg, b, files) != 0;
+	b->ended_ns = now_ns();
+	taskout_end(saved_stdout);
+	progress_finish(&b->progress, b->succeeded + b->failed, b->failed);
+	int complete = !failed && !b->stopped;
+	if (sidefiles_close(files, b, complete) != 0)
+		failed = 1;
+	if (failed)
+		return EXIT_RUNNER_ERROR;
+	if (b->stopped)
+		return report_stop(cfg, b);
+	if (cfg->save_path == NULL && finish_batch(b) != 0)
+		failed = 1;
+	return exit_status(b, failed);
+}
+
+/* Serial and omp modes run the task phase in a child under a watchdog
+ * (watchdog.h): a task that ends its process is then named, exit 254.
+ * Fork mode's workers are watched by the pool itself. */
+static int execute(const struct run_config *cfg, struct batch *b, struct sidefiles *files,
+		   const char *identity, long long journal_keep, const struct resume_state *resume)
+{
+	int status;
+
+	if (cfg->mode != MODE_FORK) {
+		size_t count = batch_count(b);
+		size_t slots = cfg->mode == MODE_OMP && count ? choose_workers(cfg, count) : 1;
+		if (watchdog_start(b, slots, !cfg->no_freeze, &status) != 0) {
+			/* The watching parent: the child's status and files. */
+			sidefiles_hand_over(files);
+			return status;
+		}
+	}
+	status = execute_here(cfg, b, files, identity, journal_keep, resume);
+	watchdog_done();
+	return status;
+}
+
+/* The tasks this run executes: --tasks/--shard, minus what --resume
+ * settles.  Returns 0 or -1 after a message. */
+static int choose_tasks(const struct run_config *cfg, struct batch *b, const struct resume_state *r,
+			size_t **selected)
+{
+	*selected = NULL;
+	if (selection_active(&cfg->selection)) {
+		if (selection_resolve(&cfg->selection, b->ntasks, selected, &b->nselected) != 0)
+			return -1;
+	} else if (cfg->resume) {
+		*selected = malloc((b->ntasks + 1) * sizeof **selected);
+		if (*selected == NULL)
+			return -1;
+		for (size_t k = 0; k < b->ntasks; k++)
+			(*selected)[k] = k;
+		b->nselected = b->ntasks;
+	}
+	if (cfg->resume)
+		resume_filter(r, cfg->resume == 2, *selected, &b->nselected);
+	b->selected = *selected;
+	return 0;
+}
+
+int run_batch(const struct run_config *cfg, struct batch *b, struct sidefiles *files)
+{
+	char *identity = results_identity(COWRUN_VERSION, b->workload, cfg->wargc, cfg->wargv,
+					  b->ntasks, results_context_of(b->workload, b->state));
+	struct resume_state resume = { 0 };
+	size_t *selected = NULL;
+	int rc = EXIT_USAGE;
+
+	b->retries = (unsigned)cfg->retries;
+	b->halt = cfg->halt;
+	if (identity == NULL)
+		goto out;
+	if (cfg->resume && resume_load(&resume, cfg->joblog_path, b->workload->name, identity,
+				       b->ntasks, cfg->resume == 2) != 0)
+		goto out;
+	if (choose_tasks(cfg, b, &resume, &selected) != 0)
+		goto out;
+	/* Saving: the journal's outcomes are applied once the saved results
+	 * are open (execute_here); merging: now. */
+	int save_resumed = cfg->resume && cfg->save_path != NULL;
+	if (batch_init(b) != 0 ||
+	    (cfg->resume && !save_resumed && resume_apply(&resume, cfg->resume == 2, b) != 0)) {
+		warnx_("out of memory for %zu tasks", b->ntasks);
+		goto out;
+	}
+	if (cfg->nmerge > 0)
+		rc = merge_load(b, cfg->merge_paths, cfg->nmerge, identity) != 0 ? EXIT_USAGE
+							: exit_status(b, finish_batch(b) != 0);
+	else
+		rc = execute(cfg, b, files, identity, resume.journal_found ? resume.keep : 0,
+			     save_resumed ? &resume : NULL);
+out:
+	resume_free(&resume);
+	free(selected);
+	free(identity);
+	return rc;
+}
+
+/* The side files the command line names, checked now: a collision is
+ * found before the setup, not after it.  Returns 0 or -1 after a message. */
+static int check_side_files(const struct run_config *cfg, struct sidefiles *files)
+{
+	const struct sidefiles_paths paths = {
+		.save = cfg->save_path,
+		.timeline = cfg->timeline_path,
+		.joblog = cfg->joblog_path,
+		.stats = cfg->stats_path,
+		.resume = cfg->resume != 0,
+	};
+
+	sidefiles_init(files, &paths);
+	return sidefiles_check(files);
+}
+
+int run_stdout_written(void)
+{
+	int failed = fflush(stdout) != 0 || ferror(stdout) || stdout_closed;
+	int err = stdout_closed ? EBADF : errno;
+
+	if (fclose(stdout) != 0 && !failed) {
+		failed = 1;
+		err = errno;
+	}
+	if (!failed)
+		return 0;
+	warnx_("cannot write to standard output: %s", strerror(err ? err : EIO));
+	return EXIT_USAGE;
+}
+
+int run_setup(const struct run_config *cfg, struct batch *b, uint64_t *t0)
+{
+	if (setup_arena_init(!cfg->no_huge_pages) != 0)
+		return -1;
+	*t0 = now_ns();
+	b->workload = cfg->workload;
+	b->outdir = cfg->outdir;
+	b->verbose = cfg->verbose;
+	setup_threads_set(choose_setup_threads(cfg));
+	/* --merge needs no setup when the workload can rebuild what merge
+	 * and finish need from the saved context. */
+	int from_context = cfg->nmerge > 0 && cfg->workload->merge_setup != NULL
+		? merge_setup_state(cfg->workload, cfg->merge_paths, cfg->nmerge, cfg->wargc, cfg->wargv,
+				    &b->state)
+		: 0;
+	if (from_context < 0)
+		return -1;
+	if (from_context == 0)
+		b->state = cfg->workload->setup(cfg->wargc, cfg->wargv);
+	if (b->state == NULL)
+		return -1;
+	b->ntasks = cfg->workload->ntasks(b->state);
+	uint64_t t1 = now_ns();
+	if (!cfg->no_freeze && setup_arena_freeze() != 0)
+		return -1;
+	if (cfg->verbose) {
+		char arena_line[256];
+		warnx_("%s: setup %.3f s, %zu tasks, %u setup thread%s", b->workload->name,
+		       (t1 - *t0) / 1e9, b->ntasks, cowrun_setup_threads(), cowrun_setup_threads() == 1 ? "" : "s");
+		warnx_("%s%s", arena_describe(setup_arena(), arena_line, sizeof arena_line),
+		       cfg->no_freeze ? ", writable" : ", frozen");
+	}
+	return 0;
+}
+
+/* The setup, the batch and the teardown, once the side files are checked
+ * and locked; closes them.  Returns the exit status. */
+static int setup_and_run(const struct run_config *cfg, struct sidefiles *files)
+{
+	struct batch b = { 0 };
+	uint64_t t0;
+	int rc = EXIT_USAGE;
+
+	if (run_setup(cfg, &b, &t0) != 0)
+		goto out;
+	rc = run_batch(cfg, &b, files);
+	if (cfg->verbose && b.ended_ns)
+		warnx_("%s: tasks %.3f s, merge and summary %.3f s, total %.3f s", b.workload->name,
+		       (b.ended_ns - b.started_ns) / 1e9, (now_ns() - b.ended_ns) / 1e9,
+		       (now_ns() - t0) / 1e9);
+	batch_free(&b);
+	if (cfg->workload->teardown)
+		cfg->workload->teardown(b.state);
+out:
+	/* The joblog's lock, held since before the setup, goes last. */
+	sidefiles_close(files, &b, 0);
+	setup_arena_destroy();
+	return rc;
+}
+
+int run_direct(const struct run_config *cfg)
+{
+	struct sidefiles files;
+
+	/* Past a file size limit, let write() fail with EFBIG, so the task
+	 * fails with a message naming the file instead of dying. */
+	signal(SIGXFSZ, SIG_IGN);
+	if (signals_install() != 0) {
+		warnx_("cannot install signal handlers: %s", strerror(errno));
+		return EXIT_USAGE;
+	}
+	task_set_current_workload(cfg->workload->name);
+	if (options_want_help(cfg->wargc, cfg->wargv)) {
+		options_print_help(cfg->workload, stdout);
+		return run_stdout_written();
+	}
+	if (cfg->check_args)
+		return options_check(cfg->workload, cfg->wargc, cfg->wargv) == 0 ? 0 : EXIT_USAGE;
+	if (check_side_files(cfg, &files) != 0 ||
+	    sidefiles_lock(&files, cfg->resume ? cfg->workload->name : NULL) != 0)
+		return EXIT_USAGE;
+	return setup_and_run(cfg, &files);
+}

@@ -1,0 +1,46 @@
+/*
+ * run.h - a run's steps once its options are known, in order: the
+ * workload's setup (or, for --merge, what its saved context rebuilds),
+ * the tasks to run (--tasks, --shard, minus what --resume settles), the
+ * task phase in the chosen mode with its side files, the merge in task
+ * order, the summary, and the exit status.  A direct run (cli/main.c)
+ * takes them all; a served batch (serve/hooks.c) runs the setup in its
+ * generation and run_batch() in each leader.
+ */
+#ifndef COWRUN_RUN_H
+#define COWRUN_RUN_H
+
+#include "config.h"
+#include "sidefiles.h"
+#include "engine/batch.h"
+
+#include <stdint.h>
+
+/* Standard output was closed when cowrun started (hold_standard_fds()):
+ * the summary has nowhere to go, and saying so is an error.  A leader
+ * sets it again for its client's standard output. */
+void run_note_stdout_closed(int closed);
+
+/* After --help, --list or --version: did standard output take it all?
+ * Returns 0, or EXIT_USAGE after one message (a full disk, a closed
+ * stdout).  Closes stdout. */
+int run_stdout_written(void);
+
+/* The setup: the arena, the workload's setup (or, for --merge, what the
+ * saved context rebuilds), the task count, the freeze; fills b's
+ * workload, state, ntasks, outdir and verbose.  *t0 is when the setup
+ * began.  Returns 0 or -1 after a message. */
+int run_setup(const struct run_config *cfg, struct batch *b, uint64_t *t0);
+
+/* Everything after the setup: select the tasks, run them (or load saved
+ * results for --merge) with `files` as the side files, merge, print the
+ * summary.  The caller frees b and closes files.  Returns the exit status. */
+int run_batch(const struct run_config *cfg, struct batch *b, struct sidefiles *files);
+
+/* A whole direct run of a parsed command line: signals, the workload's
+ * --help or --check-args, the side files' checks and lock, the setup,
+ * run_batch(), the timing line of -v, the teardown.  Returns the exit
+ * status. */
+int run_direct(const struct run_config *cfg);
+
+#endif

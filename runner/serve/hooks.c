@@ -1,0 +1,118 @@
+/*
+ * hooks.c - a served batch's steps, given to the server as its hooks
+ * (serve.h): a generation's setup is a direct run's (run_setup()); a
+ * request's options are set over the server's own as if they were on its
+ * command line (run_config_set()); a leader runs run_batch() with the
+ * client's output directory and joblog passed as descriptors.
+ */
+#include "serve.h"
+#include "engine/task.h"
+#include "os/util.h"
+#include "run/run.h"
+
+#include <signal.h>
+#include <stdlib.h>
+
+/* The server's command line and, in a generation, its setup. */
+static struct served {
+	struct run_config cfg;
+	struct batch b;
+} served;
+
+static int served_setup(void *ctx)
+{
+	struct served *s = ctx;
+	uint64_t t0;
+
+	return run_setup(&s->cfg, &s->b, &t0);
+}
+
+/* A request's options over the server's own, checked as if they were on
+ * its command line.  Returns 0 or EXIT_USAGE after a message. */
+static int apply_request(struct run_config *cfg, const struct proto_request *rq)
+{
+	static const int keys[PF_COUNT] = { 'j', 'T', 'S', 'y', 'H', 't', 'o', 'J' };
+
+	cfg->seen = 0;
+	for (int f = 0; f < PF_COUNT; f++)
+		if ((rq->present & (1u << f)) && run_config_set(cfg, keys[f], rq->field[f]) != 0)
+			return EXIT_USAGE;
+	return 0;
+}
+
+static size_t served_want(void *ctx, const struct proto_request *rq)
+{
+	struct served *s = ctx;
+	struct run_config cfg = s->cfg;
+	size_t *selected = NULL, count = s->b.ntasks;
+
+	if (apply_request(&cfg, rq) != 0)
+		return 1;   /* its leader says why */
+	if (selection_active(&cfg.selection)) {
+		if (selection_resolve(&cfg.selection, s->b.ntasks, &selected, &count) != 0)
+			return 1;
+		free(selected);
+	}
+	return count ? jobs_resolve(&cfg.jobs, cpu_count(), count) : 0;
+}
+
+/* In a leader: the batch, exactly as a fork-mode run's after its setup. */
+static int served_run(void *ctx, const struct proto_request *rq, size_t workers,
+		      const int files_in[3])
+{
+	const struct sidefiles_paths paths = {
+		.joblog = (rq->present & (1u << PF_JOBLOG)) ? rq->field[PF_JOBLOG] : NULL,
+		.by_fd = 1, .joblog_fd = files_in[1], .journal_fd = files_in[2],
+	};
+	struct served *s = ctx;
+	struct run_config cfg = s->cfg;
+	struct batch b = { 0 };
+	struct sidefiles files;
+	int rc = apply_request(&cfg, rq);
+
+	if (rc != 0)
+		return rc;
+	run_note_stdout_closed(0);   /* standard output is the client's now */
+	cfg.jobs = (struct jobs_spec){ JOBS_ABSOLUTE, workers ? (long long)workers : 1 };
+	b.workload = s->b.workload;
+	b.state = s->b.state;
+	b.ntasks = s->b.ntasks;
+	b.verbose = cfg.verbose;
+	b.outdir = cfg.outdir;
+	b.outdir_by_fd = 1;
+	b.outdir_fd = files_in[0];
+	sidefiles_init(&files, &paths);
+	rc = run_batch(&cfg, &b, &files);
+	sidefiles_close(&files, &b, 0);
+	batch_free(&b);
+	return rc;
+}
+
+/* The server's command line: what a batch would be given that only the
+ * server can own (its side files) is refused.  Returns 0 or EXIT_USAGE. */
+static int check_served(const struct run_config *cfg)
+{
+	const char *bad = cfg->mode != MODE_FORK ? "--mode other than fork" :
+		cfg->nmerge ? "--merge" : cfg->save_path ? "--save-results" :
+		cfg->timeline_path ? "--timeline" : cfg->joblog_path ? "--joblog" :
+		cfg->resume ? "--resume" : cfg->stats_path ? "--stats" :
+		cfg->check_args ? "--check-args" : NULL;
+
+	if (bad == NULL)
+		return 0;
+	warnx_("serve: %s cannot be given to a server (not supported for served batches yet)", bad);
+	return EXIT_USAGE;
+}
+
+int serve_workload(const struct serve_config *scfg, const struct run_config *cfg)
+{
+	int rc = check_served(cfg);
+
+	if (rc != 0)
+		return rc;
+	served.cfg = *cfg;
+	signal(SIGXFSZ, SIG_IGN);
+	task_set_current_workload(served.cfg.workload->name);
+	const struct serve_hooks hooks = { served_setup, served_want, served_run, &served };
+	return serve_main(scfg, &hooks);
+}
