@@ -145,7 +145,7 @@ deps:
 	else echo "deps: missing packages; run as root:"; \
 		echo "  apt-get install -y --no-install-recommends $$missing"; exit 1; fi
 
-unit: $(UNIT_BIN) build/tests/reaper build/tests/mkframe
+unit: $(UNIT_BIN) build/tests/reaper build/tests/mkframe build/tests/fixed-random.so
 
 test: deps all unit
 	@tests/run-all
@@ -228,6 +228,12 @@ clean:
 build/tests/reaper: tests/helpers/reaper.c
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -o $@ $<
+
+# fixed-random.so: getrandom() returning zeros (LD_PRELOAD), so that a test
+# can plant links under the names cowrun would pick (tests/cli/symlinks.bats).
+build/tests/fixed-random.so: tests/helpers/fixed-random.c
+	@mkdir -p $(@D)
+	$(CC) -std=gnu11 $(WARNINGS) -O2 -fPIC -shared -o $@ $<
 
 # mkframe: one wire frame with a correct checksum (or a broken one on
 # purpose), for the tests and seeds that craft results files by hand.

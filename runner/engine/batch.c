@@ -9,11 +9,13 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 int batch_init(struct batch *b)
 {
 	b->succeeded = b->failed = 0;
 	b->merge_failed = 0;
+	task_new_temp_tag();
 	b->attempts = calloc(b->ntasks ? b->ntasks : 1, sizeof *b->attempts);
 	if (b->attempts == NULL || reorder_init(&b->reorder, b->ntasks) != 0)
 		return -1;
@@ -174,6 +176,9 @@ int batch_killing(const struct batch *b)
 
 void batch_free(struct batch *b)
 {
+	if (b->outdir_open && !b->outdir_by_fd)
+		close(b->outdir_fd);
+	b->outdir_open = 0;
 	free(b->attempts);
 	b->attempts = NULL;
 	reorder_free(&b->reorder);

@@ -37,8 +37,9 @@ struct batch {
 	void *state;
 	size_t ntasks;
 	const char *outdir;      /* where reports go (its name, in messages) */
-	int outdir_by_fd;        /* set: reports go in outdir_fd (cowrun serve: */
-	int outdir_fd;           /* the client's directory), not by outdir's name */
+	int outdir_fd;           /* the output directory, open once outdir_open is set: */
+	int outdir_open;         /* every report is made relative to it, never by name */
+	int outdir_by_fd;        /* set: outdir_fd is a served client's, not opened by name */
 	const size_t *selected;  /* ascending task indices to run; NULL: all */
 	size_t nselected;
 	/* The side files' handles are lent by sidefiles_open() and taken
@@ -69,18 +70,20 @@ struct batch {
  * or -1 (ENOMEM). */
 int batch_init(struct batch *b);
 
-/* How many tasks this run executes, and the i-th of them. */
-/* Where a task's report goes, as task_init() takes it. */
+/* Where a task's report goes, as task_init() takes it: the open output
+ * directory (-1 if the batch has none: its workload writes no report),
+ * and its name for messages (NULL for a served client's). */
 static inline int batch_outdir_fd(const struct batch *b)
 {
-	return b->outdir_by_fd ? b->outdir_fd : AT_FDCWD;
+	return b->outdir_open ? b->outdir_fd : -1;
 }
 
-static inline const char *batch_outdir_path(const struct batch *b)
+static inline const char *batch_outdir_label(const struct batch *b)
 {
 	return b->outdir_by_fd ? NULL : b->outdir;
 }
 
+/* How many tasks this run executes, and the i-th of them. */
 static inline size_t batch_count(const struct batch *b)
 {
 	return b->selected ? b->nselected : b->ntasks;

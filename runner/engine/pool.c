@@ -261,7 +261,7 @@ static void settle_current_task(struct pool *p, size_t i, uint64_t k, int status
 	if (b->workload->flags & COWRUN_WRITES_REPORTS) {
 		char name[COWRUN_NAME_MAX];
 		b->workload->task_name(b->state, (size_t)k, name, sizeof name);
-		task_remove_report(batch_outdir_fd(b), batch_outdir_path(b), name, (long)s->pid);
+		task_remove_report(batch_outdir_fd(b), name, (long)s->pid);
 	}
 	if (s->stopped_by_us) {
 		b->killed++; /* --halt now or a second signal: not finished, not failed */

@@ -73,6 +73,10 @@ static const char *task_name_of(struct cowrun_task *t, const void *state)
 	return t->name;
 }
 
+/* "OUTDIR/" before a report's name in a message, as two strings: the
+ * directory's name and its slash, or nothing. */
+#define in_dir(t) ((t)->outdir ? (t)->outdir : ""), ((t)->outdir ? "/" : "")
+
 FILE *cowrun_report(struct cowrun_task *task)
 {
 	if (task->report != NULL)
@@ -83,10 +87,11 @@ FILE *cowrun_report(struct cowrun_task *task)
 		return NULL;
 	}
 	task_report_paths(task->temp_path, task->final_path, sizeof task->temp_path,
-			  task->outdir, task->name, (long)getpid());
-	int fd = openat(task->dirfd, task->temp_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+			  task->name, (long)getpid());
+	int fd = create_new_at(task->dirfd, task->temp_path, O_WRONLY, 0666);
 	if (fd < 0 || (task->report = fdopen(fd, "w")) == NULL) {
-		cowrun_task_error(task, "cannot create '%s': %s", task->temp_path, strerror(errno));
+		cowrun_task_error(task, "cannot create '%s%s%s': %s", in_dir(task), task->temp_path,
+				  strerror(errno));
 		if (fd >= 0)
 			close(fd);
 		return NULL;
@@ -111,28 +116,33 @@ static int commit_report(struct cowrun_task *t)
 	if (err == 0 && renameat(t->dirfd, t->temp_path, t->dirfd, t->final_path) != 0)
 		err = errno;
 	if (err != 0) {
-		cowrun_task_error(t, "cannot write '%s': %s", t->final_path, strerror(err));
+		cowrun_task_error(t, "cannot write '%s%s%s': %s", in_dir(t), t->final_path,
+				  strerror(err));
 		unlinkat(t->dirfd, t->temp_path, 0);
 		return -1;
 	}
 	return 0;
 }
 
-void task_report_paths(char *temp, char *final, size_t size, const char *outdir,
-		       const char *name, long pid)
-{
-	const char *slash = outdir ? "/" : "";
+/* The temporary report names' unpredictable part, one per batch. */
+static char temp_tag[17] = "0000000000000000";
 
-	outdir = outdir ? outdir : "";
-	snprintf(temp, size, "%s%s.%s.%s.%ld.tmp", outdir, slash, name, host_tag(), pid);
-	snprintf(final, size, "%s%s%s", outdir, slash, name);
+void task_new_temp_tag(void)
+{
+	random_tag(temp_tag);
 }
 
-void task_remove_report(int dirfd, const char *outdir, const char *name, long pid)
+void task_report_paths(char *temp, char *final, size_t size, const char *name, long pid)
+{
+	snprintf(temp, size, ".%s.%s.%ld.%s.tmp", name, host_tag(), pid, temp_tag);
+	snprintf(final, size, "%s", name);
+}
+
+void task_remove_report(int dirfd, const char *name, long pid)
 {
 	char temp[PATH_MAX], final[PATH_MAX];
 
-	task_report_paths(temp, final, sizeof temp, outdir, name, pid);
+	task_report_paths(temp, final, sizeof temp, name, pid);
 	unlinkat(dirfd, temp, 0);
 	/* A report left by an earlier run is not this run's: a failed task
 	 * has no report. */
@@ -177,7 +187,7 @@ int task_execute(struct cowrun_task *t, const void *state, size_t k)
 	return 0;
 failed:
 	if (t->workload->flags & COWRUN_WRITES_REPORTS)
-		task_remove_report(t->dirfd, t->outdir, task_name_of(t, state), (long)getpid());
+		task_remove_report(t->dirfd, task_name_of(t, state), (long)getpid());
 	return -1;
 }
 

@@ -16,8 +16,8 @@ struct cowrun_task {
 	size_t index;
 	const void *state;         /* the workload's state, for its name */
 	char name[COWRUN_NAME_MAX]; /* formatted on first use; "" until then */
-	const char *outdir;        /* NULL: report names are relative to dirfd */
-	int dirfd;                 /* the output directory, or AT_FDCWD */
+	const char *outdir;        /* the directory's name, for messages; NULL: none */
+	int dirfd;                 /* the output directory, open */
 	FILE *report;              /* open temporary report, or NULL */
 	char temp_path[PATH_MAX];
 	char final_path[PATH_MAX];
@@ -26,13 +26,18 @@ struct cowrun_task {
 	char error[512];           /* why it failed, when it did */
 };
 
-/* Prepare a task context; `outdir` must outlive it.  Reports are created,
- * renamed and removed relative to `dirfd` (openat, renameat): AT_FDCWD
- * with `outdir` a path, or an open directory (the caller's, kept open)
- * with `outdir` NULL.  Reusable: a worker keeps one for all its tasks so
- * the record buffer is allocated once. */
+/* Prepare a task context.  Reports are created, renamed and removed
+ * relative to `dirfd`, an open directory the caller keeps open; `outdir`
+ * (may be NULL) names it in messages and must outlive the context.
+ * Reusable: a worker keeps one for all its tasks so the record buffer is
+ * allocated once. */
 void task_init(struct cowrun_task *t, const struct cowrun_workload *w,
 	       const char *outdir, int dirfd);
+
+/* A new unpredictable part for the batch's temporary report names
+ * (random_tag()).  Called by the parent before it forks or starts any
+ * worker, so it can name a dead worker's temporary file. */
+void task_new_temp_tag(void);
 
 /*
  * Run task k of `state`.  Returns 0 with the record in t->record /
@@ -42,17 +47,15 @@ void task_init(struct cowrun_task *t, const struct cowrun_workload *w,
  */
 int task_execute(struct cowrun_task *t, const void *state, size_t k);
 
-/* The temporary and final report paths of task `name` run by process
- * `pid` on this host: OUTDIR/.NAME.HOST.PID.tmp (host_tag()) and
- * OUTDIR/NAME, or without "OUTDIR/" when `outdir` is NULL (names in a
- * directory descriptor).  Both buffers are `size` bytes. */
-void task_report_paths(char *temp, char *final, size_t size, const char *outdir,
-		       const char *name, long pid);
+/* The temporary and final report names of task `name` run by process
+ * `pid` on this host, in the output directory: .NAME.HOST.PID.TAG.tmp
+ * (host_tag(), task_new_temp_tag()) and NAME.  Both buffers are `size`
+ * bytes. */
+void task_report_paths(char *temp, char *final, size_t size, const char *name, long pid);
 
-/* Remove what a failed task leaves: its temporary file, and a report
- * under its final name from an earlier run (`dirfd` and `outdir` as for
- * task_init()). */
-void task_remove_report(int dirfd, const char *outdir, const char *name, long pid);
+/* Remove what a failed task leaves in the directory `dirfd`: its temporary
+ * file, and a report under its final name from an earlier run. */
+void task_remove_report(int dirfd, const char *name, long pid);
 
 void task_free(struct cowrun_task *t);
 

@@ -170,14 +170,19 @@ static void report_end(const struct batch *b, int status)
 static void remove_leftovers(const struct batch *b, pid_t child)
 {
 	char name[COWRUN_NAME_MAX];
+	/* The child opened the output directory after the fork; a served
+	 * batch's was open before it. */
+	int dirfd = b->outdir_open ? b->outdir_fd : open_dir_nofollow(b->outdir);
 
-	for (size_t i = 0; i < area->nslots; i++) {
+	for (size_t i = 0; dirfd >= 0 && i < area->nslots; i++) {
 		uint64_t k = atomic_load(&area->slots[i].current);
 		if (k == WATCH_NONE || !(b->workload->flags & COWRUN_WRITES_REPORTS))
 			continue;
 		b->workload->task_name(b->state, (size_t)k, name, sizeof name);
-		task_remove_report(batch_outdir_fd(b), batch_outdir_path(b), name, (long)child);
+		task_remove_report(dirfd, name, (long)child);
 	}
+	if (dirfd >= 0 && !b->outdir_open)
+		close(dirfd);
 	for (size_t i = 0; i < WATCH_TEMPS; i++)
 		if (area->temps[i][0])
 			unlink(area->temps[i]);

@@ -189,7 +189,7 @@ void worker_main(struct pool *p, size_t slot, int fd)
 		catch_frozen_writes(me);
 	if (wire_writer_init(&out, fd, PIPE_BUFFER_BYTES) != 0)
 		_exit(WORKER_EXIT_NOMEM);
-	task_init(&task, p->batch->workload, batch_outdir_path(p->batch),
+	task_init(&task, p->batch->workload, batch_outdir_label(p->batch),
 		  batch_outdir_fd(p->batch));
 	for (;;) {
 		/* Flush before claiming: unsent results stay in one chunk. */

@@ -72,8 +72,8 @@ int results_create(struct results_writer *w, const char *path, const char *ident
 {
 	memset(w, 0, sizeof *w);
 	snprintf(w->final, sizeof w->final, "%s", path);
-	snprintf(w->temp, sizeof w->temp, "%s.%s.%ld.tmp", path, host_tag(), (long)getpid());
-	w->fd = open(w->temp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+	w->fd = temp_name_beside(w->temp, sizeof w->temp, path) == 0
+		? create_new_at(AT_FDCWD, w->temp, O_WRONLY, 0666) : -1;
 	if (w->fd < 0) {
 		warnx_("cannot create '%s': %s", w->temp, strerror(errno));
 		return -1;
@@ -556,7 +556,9 @@ int journal_open(struct results_writer *w, const char *path, const char *identit
 	memset(w, 0, sizeof *w);
 	snprintf(w->final, sizeof w->final, "%s", path);
 	snprintf(w->temp, sizeof w->temp, "%s", path);
-	w->fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | (keep > 0 ? 0 : O_TRUNC), 0666);
+	/* FILE.res is a name cowrun picks beside the joblog: never through a
+	 * symbolic link planted there. */
+	w->fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | (keep > 0 ? 0 : O_TRUNC), 0666);
 	if (w->fd < 0) {
 		warnx_("cannot open results journal '%s': %s", path, strerror(errno));
 		return -1;
@@ -717,8 +719,8 @@ static int journal_rewrite(const struct journal_file *j, size_t size)
 	char temp[PATH_MAX];
 	int fd;
 
-	snprintf(temp, sizeof temp, "%s.%s.%ld.tmp", j->path, host_tag(), (long)getpid());
-	fd = open(temp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+	fd = temp_name_beside(temp, sizeof temp, j->path) == 0
+		? create_new_at(AT_FDCWD, temp, O_WRONLY, 0666) : -1;
 	if (fd < 0 || write_all(fd, j->data, size) != 0 || fsync(fd) != 0 || close(fd) != 0 ||
 	    rename(temp, j->path) != 0) {
 		warnx_("--resume: cannot repair results journal '%s': %s", j->path,

@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 const char *progname = "cowrun";
@@ -265,6 +266,41 @@ const char *host_tag(void)
 		      (*c >= '0' && *c <= '9') || *c == '-' || *c == '_'))
 			*c = '_';
 	return tag;
+}
+
+void random_tag(char *out)
+{
+	uint64_t r = 0;
+
+	/* getrandom() of 8 bytes never blocks once the pool is seeded and is
+	 * never short; a failure (ENOSYS, a seccomp filter) falls back to the
+	 * clock, still unknown to another process before it happens. */
+	if (getrandom(&r, sizeof r, 0) != (ssize_t)sizeof r)
+		r = now_ns() ^ ((uint64_t)getpid() << 32);
+	snprintf(out, 17, "%016llx", (unsigned long long)r);
+}
+
+int temp_name_beside(char *temp, size_t size, const char *path)
+{
+	char tag[17];
+
+	random_tag(tag);
+	int n = snprintf(temp, size, "%s.%s.%ld.%s.tmp", path, host_tag(), (long)getpid(), tag);
+	if (n < 0 || (size_t)n >= size) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	return 0;
+}
+
+int create_new_at(int dirfd, const char *path, int flags, mode_t mode)
+{
+	return openat(dirfd, path, flags | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+}
+
+int open_dir_nofollow(const char *path)
+{
+	return open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 }
 
 int hold_standard_fds(void)

@@ -52,6 +52,21 @@ char *describe_wait_status(int status, char *buf, size_t size);
  * buffer, filled on the first call (make it before forking threads). */
 const char *host_tag(void);
 
+/* 16 hex digits from getrandom(): the part of a temporary name nobody
+ * else can predict.  out holds at least 17 bytes. */
+void random_tag(char *out);
+
+/* A side file's temporary name beside `path`: "PATH.HOST.PID.RANDOM.tmp"
+ * (random_tag()).  Returns 0, or -1 (ENAMETOOLONG) if it does not fit. */
+int temp_name_beside(char *temp, size_t size, const char *path);
+
+/* Open `path` (relative to dirfd, or AT_FDCWD) as a new file, with
+ * flags | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC: never an existing
+ * file, never through a symbolic link.  Every file cowrun names itself
+ * is created this way, then renamed into place.  Returns the descriptor
+ * (the caller closes it), or -1 with errno (EEXIST: something is there). */
+int create_new_at(int dirfd, const char *path, int flags, mode_t mode);
+
 /* CPUs this run may use, at least 1 (cpus.c): the smallest of the
  * affinity mask, the cgroup's CPU quota (rounded up) and
  * SLURM_CPUS_PER_TASK.  Counted once. */
@@ -61,6 +76,11 @@ int cpu_count(void);
  * file the run opens later takes its place (a joblog receiving the
  * summary).  Returns a bit mask of those that were closed (1 << fd). */
 int hold_standard_fds(void);
+
+/* Open the directory `path` for openat() and friends, its last component
+ * not followed if it is a symbolic link (O_DIRECTORY | O_NOFOLLOW; ELOOP
+ * or ENOTDIR then).  Returns the descriptor, or -1 with errno. */
+int open_dir_nofollow(const char *path);
 
 /* mkdir -p: create dir and its missing parents (mode 0777 & ~umask).
  * Returns 0, or -1 with errno set. */

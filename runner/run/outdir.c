@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static int compare_strings(const void *a, const void *b)
@@ -97,13 +98,13 @@ int outdir_check_reports(const struct batch *b, const struct sidefiles *files)
 
 /* A file can be created in the output directory: found now, not by every
  * task in turn.  Returns 0 or -1 with errno. */
-static int probe_writable(int dirfd, const char *dir)
+static int probe_writable(int dirfd)
 {
-	char probe[PATH_MAX];
+	char probe[64], tag[17];
 
-	snprintf(probe, sizeof probe, "%s%s.cowrun-probe.%ld", dir ? dir : "", dir ? "/" : "",
-		 (long)getpid());
-	int fd = openat(dirfd, probe, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	random_tag(tag);
+	snprintf(probe, sizeof probe, ".cowrun-probe.%ld.%s", (long)getpid(), tag);
+	int fd = create_new_at(dirfd, probe, O_WRONLY, 0600);
 	if (fd < 0)
 		return -1;
 	close(fd);
@@ -111,22 +112,52 @@ static int probe_writable(int dirfd, const char *dir)
 	return 0;
 }
 
+/* A direct run's output directory: created by name, then opened once.
+ * Run as root, a directory another user owns is refused: that user could
+ * swap what it holds while root writes there.  Returns the descriptor, or
+ * -1 after a message. */
+static int open_outdir(const char *dir)
+{
+	struct stat st;
+	int fd;
+
+	if (make_dirs(dir) != 0) {
+		warnx_("cannot create output directory '%s': %s", dir, strerror(errno));
+		return -1;
+	}
+	if ((fd = open_dir_nofollow(dir)) < 0) {
+		if (errno == ELOOP || errno == ENOTDIR)
+			warnx_("output directory '%s' is a symbolic link or not a directory: "
+			       "give the directory itself", dir);
+		else
+			warnx_("cannot open output directory '%s': %s", dir, strerror(errno));
+		return -1;
+	}
+	if (fstat(fd, &st) == 0 && geteuid() == 0 && st.st_uid != 0) {
+		warnx_("output directory '%s' belongs to uid %ld: refusing to write there as root "
+		       "(run as its owner, or give a directory root owns)", dir, (long)st.st_uid);
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
 int outdir_make(void *ctx)
 {
-	const struct batch *b = ctx;
+	struct batch *b = ctx;
 
 	if (!(b->workload->flags & COWRUN_WRITES_REPORTS))
 		return 0;
-	if (!b->outdir_by_fd && make_dirs(b->outdir) != 0) {
-		warnx_("cannot create output directory '%s': %s", b->outdir, strerror(errno));
-		return -1;
+	if (!b->outdir_open) {
+		if ((b->outdir_fd = open_outdir(b->outdir)) < 0)
+			return -1;
+		b->outdir_open = 1;
 	}
-	if (probe_writable(batch_outdir_fd(b), batch_outdir_path(b)) != 0) {
+	if (probe_writable(b->outdir_fd) != 0) {
 		warnx_("cannot write in output directory '%s': %s", b->outdir, strerror(errno));
 		return -1;
 	}
-	size_t removed = b->outdir_by_fd ? outdir_remove_stale_at(b->outdir_fd)
-					 : outdir_remove_stale(b->outdir);
+	size_t removed = outdir_remove_stale_at(b->outdir_fd);
 	if (removed > 0 && b->verbose)
 		warnx_("removed %zu stale temporary files of dead runs from '%s'", removed,
 		       b->outdir);
@@ -134,14 +165,18 @@ int outdir_make(void *ctx)
 }
 
 /* The PID of `name` if it is one of this host's temporary names,
- * ".NAME.HOST.PID.tmp" with NAME not empty; else 0. */
+ * ".NAME.HOST.PID.TAG.tmp" (TAG 16 hex digits) or ".NAME.HOST.PID.tmp"
+ * (cowrun 0.3), NAME not empty; else 0. */
 static long temp_pid(const char *name, const char *host)
 {
 	size_t len = strlen(name), hlen = strlen(host);
 
 	if (name[0] != '.' || len < 4 || strcmp(name + len - 4, ".tmp") != 0)
 		return 0;
-	const char *end = name + len - 4, *digits = end;
+	const char *end = name + len - 4, *digits;
+	if (end - name > 17 && end[-17] == '.' && strspn(end - 16, "0123456789abcdef") >= 16)
+		end -= 17;   /* the tag */
+	digits = end;
 	while (digits > name && digits[-1] >= '0' && digits[-1] <= '9')
 		digits--;
 	/* before the pid: ".HOST.", after at least ".N" */
@@ -174,13 +209,6 @@ static size_t remove_stale_in(DIR *d)
 	}
 	closedir(d);
 	return removed;
-}
-
-size_t outdir_remove_stale(const char *dir)
-{
-	DIR *d = opendir(dir);
-
-	return d ? remove_stale_in(d) : 0;
 }
 
 size_t outdir_remove_stale_at(int dirfd)

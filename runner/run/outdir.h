@@ -19,25 +19,27 @@
 int outdir_check_reports(const struct batch *b, const struct sidefiles *files);
 
 /*
- * Create b->outdir (and its parents; not when the batch was given the
- * directory as a descriptor, b->outdir_by_fd) and make sure a file can be created
- * in it: sidefiles_open()'s `prepare` step, `ctx` being the batch.
- * Then remove the stale temporary files of this host's dead runs from it
- * (outdir_remove_stale()).  Nothing for a workload that writes no reports.
- * Returns 0 or -1 after a message naming the directory.
+ * Open the output directory (sidefiles_open()'s `prepare` step, `ctx`
+ * being the batch): a direct run creates b->outdir and its parents, then
+ * opens it once, its last component never followed if it is a symbolic
+ * link, and (run as root) refuses one that another user owns; every
+ * report is then made relative to that descriptor (b->outdir_fd, closed
+ * by batch_free()).  A served batch's was passed as a descriptor
+ * (b->outdir_by_fd).  Then make sure a file can be created in it, and
+ * remove the stale temporary files of this host's dead runs
+ * (outdir_remove_stale_at()).  Nothing for a workload that writes no
+ * reports.  Returns 0 or -1 after a message naming the directory.
  */
 int outdir_make(void *ctx);
 
 /*
- * Remove from `dir` the temporary report files (".NAME.HOST.PID.tmp") that
- * this host's runs left when they were killed: HOST this host's
- * (host_tag()), PID no live process here.  Another host's files, which a
- * shared directory holds while their runs go on, and any other name are
- * left alone.  Returns how many were removed (0 if `dir` cannot be read).
+ * Remove from the open directory `dirfd` (the caller's, kept open) the
+ * temporary report files (".NAME.HOST.PID.TAG.tmp", or ".NAME.HOST.PID.tmp"
+ * from cowrun 0.3) that this host's runs left when they were killed: HOST
+ * this host's (host_tag()), PID no live process here.  Another host's
+ * files, which a shared directory holds while their runs go on, and any
+ * other name are left alone.  Returns how many were removed.
  */
-size_t outdir_remove_stale(const char *dir);
-
-/* The same in an open directory (`dirfd` is the caller's, kept open). */
 size_t outdir_remove_stale_at(int dirfd);
 
 #endif

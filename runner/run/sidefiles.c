@@ -5,12 +5,13 @@
  */
 #define _GNU_SOURCE
 #include "sidefiles.h"
+#include "resume.h"
 #include "engine/batch.h"
 #include "os/procstat.h"
-#include "resume.h"
 #include "os/util.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -287,9 +288,12 @@ static int put_journal(void *ctx, enum wire_type type, size_t task, const void *
  * cowrun writes. */
 static int timeline_open(struct sidefiles_temp *t, const char *path)
 {
-	snprintf(t->temp, sizeof t->temp, "%s.%s.%ld.tmp", path, host_tag(), (long)getpid());
-	t->f = fopen(t->temp, "we");
+	int fd = temp_name_beside(t->temp, sizeof t->temp, path) == 0
+		? create_new_at(AT_FDCWD, t->temp, O_WRONLY, 0666) : -1;
+	t->f = fd >= 0 ? fdopen(fd, "w") : NULL;
 	if (t->f == NULL) {
+		if (fd >= 0)
+			close(fd);
 		warnx_("cannot create '%s': %s", t->temp, strerror(errno));
 		return -1;
 	}

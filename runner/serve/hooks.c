@@ -81,6 +81,7 @@ static int served_run(void *ctx, const struct proto_request *rq, size_t workers,
 	b.outdir = cfg.outdir;
 	b.outdir_by_fd = 1;
 	b.outdir_fd = files_in[0];
+	b.outdir_open = 1;
 	sidefiles_init(&files, &paths);
 	rc = run_batch(&cfg, &b, &files);
 	sidefiles_close(&files, &b, 0);

@@ -17,21 +17,31 @@ trace_run() {
 		-o "$BATS_TEST_TMPDIR/trace/t" "$COWRUN" "$@"
 }
 
-# check_report_trace OUTDIR N: in the trace, each of the N reports was
-# opened under a hidden temporary name, fsync'd and renamed to its final
-# name by the same process or thread, in that order; no final name was
-# ever opened for writing.
+# check_report_trace OUTDIR N: in the trace, OUTDIR was opened once as a
+# directory, its last component not followed (O_DIRECTORY|O_NOFOLLOW);
+# each of the N reports was created relative to it under a hidden
+# temporary name as a new file (O_CREAT|O_EXCL|O_NOFOLLOW: never an
+# existing file or a link), fsync'd and renamed to its final name by the
+# same process or thread, in that order; no final name was ever opened for
+# writing.
 check_report_trace() {
 	local outdir=$1 n=$2
 	awk -v dir="$outdir" -v n="$n" '
 	function fail(msg) { print "report trace: " msg > "/dev/stderr"; bad = 1; exit 1 }
 	# The file name in a traced call: the first quoted string.
 	function path(line) { split(line, q, "\""); return q[2] }
+	/openat\(AT_FDCWD, / && path($0) == dir && /O_DIRECTORY/ {
+		if ($0 !~ /O_NOFOLLOW/) fail("output directory opened following a link: " $0)
+		diropen++
+	}
 	# A final report name opened for writing: never.
 	/openat\(/ && /O_WRONLY|O_RDWR/ {
 		p = path($0)
-		if (index(p, dir "/task-") == 1) fail("final name opened: " $0)
-		if (index(p, dir "/.task-") == 1 && match($0, /= [0-9]+$/)) {
+		if (index(p, "task-") == 1 || index(p, dir "/task-") == 1) fail("final name opened: " $0)
+		if (index(p, ".task-") == 1 && match($0, /= [0-9]+$/)) {
+			if ($0 !~ /O_EXCL/ || $0 !~ /O_NOFOLLOW/ || $0 ~ /O_TRUNC/)
+				fail("temporary report not created as a new file: " $0)
+			if ($0 ~ /openat\(AT_FDCWD/) fail("temporary report opened by name, not in the directory: " $0)
 			fd[FILENAME] = substr($0, RSTART + 2); temp[FILENAME] = p; synced[FILENAME] = 0
 		}
 	}
@@ -40,15 +50,20 @@ check_report_trace() {
 		split($0, q, "\""); from = q[2]; to = q[4]
 		if (!(FILENAME in temp) || from != temp[FILENAME]) fail("renamed from a file it did not write: " $0)
 		if (!synced[FILENAME]) fail("renamed before fsync: " $0)
-		if (index(to, dir "/task-") != 1) fail("renamed elsewhere: " $0)
+		if (index(to, "task-") != 1) fail("renamed elsewhere: " $0)
 		renamed++; delete temp[FILENAME]
 	}
-	END { if (!bad && renamed != n) { print "report trace: " renamed + 0 " renames, expected " n > "/dev/stderr"; exit 1 } }
+	END {
+		if (bad) exit 1
+		if (diropen != 1) { print "report trace: output directory opened " diropen + 0 " times, expected once" > "/dev/stderr"; exit 1 }
+		if (renamed != n) { print "report trace: " renamed + 0 " renames, expected " n > "/dev/stderr"; exit 1 }
+	}
 	' "$BATS_TEST_TMPDIR"/trace/t.*
 }
 
 @test "a report is written under a hidden temporary name, fsync'd, then renamed: fork, serial, omp" {
 	command -v strace >/dev/null || skip "strace is not installed (make deps installs it)"
+	tags=()
 	for mode in "-j 2" "--mode serial" "--mode omp -j 2"; do
 		rm -rf "$BATS_TEST_TMPDIR/rep"
 		trace_run $mode -o "$BATS_TEST_TMPDIR/rep" selftest --tasks 5 --report-bytes 100
@@ -56,7 +71,12 @@ check_report_trace() {
 		[ "$(ls "$BATS_TEST_TMPDIR/rep" | wc -l)" -eq 5 ]
 		[ -z "$(ls -A "$BATS_TEST_TMPDIR/rep" | grep '^\.')" ]
 		check_report_trace "$BATS_TEST_TMPDIR/rep" 5
+		# The temporary names' last part is random, one per batch.
+		tags+=($(grep -ho '"\.task-[^"]*\.tmp"' "$BATS_TEST_TMPDIR"/trace/t.* |
+			sed 's/.*\.\([0-9a-f]\{16\}\)\.tmp"$/\1/' | sort -u))
 	done
+	[ "${#tags[@]}" -eq 3 ] || { echo "tags: ${tags[*]}" >&2; return 1; }
+	[ "$(printf '%s\n' "${tags[@]}" | sort -u | grep -cv '^0*$')" -eq 3 ]
 }
 
 # yesterday OUTDIR: reports of an earlier run in OUTDIR, each saying so.

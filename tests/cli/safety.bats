@@ -213,8 +213,13 @@ dead_pid() {
 	host=$(host_tag)
 	dead=$(dead_pid)
 	mkdir "$d/out"
-	stale=(".task-000001.$host.$dead.tmp" ".some.other.report.$host.$dead.tmp")
+	tag=0123456789abcdef
+	stale=(".task-000001.$host.$dead.tmp" ".some.other.report.$host.$dead.tmp"
+	       ".task-000007.$host.$dead.$tag.tmp")   # with the unpredictable part
 	kept=(".task-000002.$host.$$.tmp"             # alive on this host
+	      ".task-000002.$host.$$.$tag.tmp"
+	      ".task-000008.$host.$dead.${tag}0.tmp"  # not a tag: 17 digits
+	      ".task-000008.$host.$dead.${tag^^}.tmp" # nor upper case
 	      ".task-000003.otherhost.$dead.tmp"      # another host's: alive there
 	      ".task-000003.x$host.$dead.tmp"         # another host, ours as a suffix
 	      ".task-000003.${host//?/q}.$dead.tmp"  # another host, as long as ours
@@ -225,7 +230,7 @@ dead_pid() {
 	for f in "${stale[@]}" "${kept[@]}"; do echo x >"$d/out/$f"; done
 	run --separate-stderr cowrun -v -o "$d/out" selftest --tasks 3 --report-bytes 10
 	[ "$status" -eq 0 ] || { echo "status $status: $stderr" >&2; return 1; }
-	[[ "$stderr" == *"cowrun: removed 2 stale temporary files of dead runs from '$d/out'"* ]]
+	[[ "$stderr" == *"cowrun: removed 3 stale temporary files of dead runs from '$d/out'"* ]]
 	for f in "${stale[@]}"; do [ ! -e "$d/out/$f" ] || { echo "not removed: $f" >&2; return 1; }; done
 	for f in "${kept[@]}"; do [ -e "$d/out/$f" ] || { echo "removed: $f" >&2; return 1; }; done
 	# Its own reports went through temporary names of the same pattern.
