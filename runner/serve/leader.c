@@ -32,6 +32,11 @@ leader_main(const struct serve_hooks *hooks, const struct proto_request *rq, siz
 	}
 	close(fds[1]);
 	close(fds[2]);
+	char why[256];
+	if (leader_take_client(fds[0], fds + 3, why, sizeof why) != 0) {
+		proto_reply(fds[0], PROTO_ERROR, 255, why);
+		_exit(255);
+	}
 	signals_watch(fds[0]);
 	int rc = hooks->run(hooks->ctx, rq, workers, fds + 3);
 	fflush(NULL);

@@ -54,4 +54,13 @@ pid_t leader_start(const struct serve_hooks *hooks, const struct proto_request *
 		   size_t workers, const int fds[LEADER_FDS], void (*close_in_child)(void *),
 		   void *ctx);
 
+/* In a leader, before it touches anything of the client's: check the
+ * client's descriptors (standard output and error, already in place; files:
+ * the output directory, the joblog and its journal, -1 if none) for kind
+ * and access mode, and take the client's rights: a server run as root
+ * becomes the client (groups, gid, uid); another serves a client of
+ * another uid only into a directory that uid owns (identity.c).  Returns
+ * 0, or -1 with the reason, for the client, in why. */
+int leader_take_client(int conn, const int files[3], char *why, size_t size);
+
 #endif

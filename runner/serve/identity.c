@@ -1,0 +1,101 @@
+/*
+ * identity.c - a served batch acts with its client's rights, never with
+ * the server's: the leader checks every descriptor the client passed
+ * (kind and access mode), then, when the client is another user, either
+ * becomes that user (a server run as root: its groups, gid and uid, in
+ * that order) or, a server that cannot, writes only into a directory the
+ * client owns.  See identity.h's caller, leader.c, and README's "Who may
+ * do what with a server".
+ */
+#define _GNU_SOURCE
+#include "serve_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define CLIENT_GROUPS_MAX 256
+
+/* `fd` is open for writing (not read-only, not a path-only descriptor). */
+static int writable(int fd)
+{
+	int fl = fcntl(fd, F_GETFL);
+
+	return fl >= 0 && !(fl & O_PATH) && (fl & O_ACCMODE) != O_RDONLY;
+}
+
+/* The descriptors as a batch uses them: standard output and error open
+ * for writing; the output directory a directory opened for reading (a
+ * path-only one would let openat() create where the client never opened
+ * anything); the joblog and journal regular files open for reading and
+ * writing.  Returns 0, or -1 with *why. */
+static int check_descriptors(const int files[3], const char **why)
+{
+	struct stat st;
+	int fl = fcntl(files[0], F_GETFL);
+
+	if (!writable(STDOUT_FILENO) || !writable(STDERR_FILENO))
+		return *why = "standard output and error must be open for writing", -1;
+	if (fl < 0 || (fl & O_PATH) || (fl & O_ACCMODE) != O_RDONLY ||
+	    fstat(files[0], &st) != 0 || !S_ISDIR(st.st_mode))
+		return *why = "the output directory must be a directory opened for reading", -1;
+	for (int i = 1; i < 3; i++) {
+		if (files[i] < 0)
+			continue;
+		fl = fcntl(files[i], F_GETFL);
+		if (fl < 0 || (fl & O_PATH) || (fl & O_ACCMODE) != O_RDWR ||
+		    fstat(files[i], &st) != 0 || !S_ISREG(st.st_mode))
+			return *why = "the joblog and its journal must be regular files open for reading and writing", -1;
+	}
+	return 0;
+}
+
+/* Become the peer: its supplementary groups (SO_PEERGROUPS), gid, uid.
+ * The change clears the parent-death signal: set it again, and make sure
+ * the generation did not die in between.  Returns 0, or -1 with *why. */
+static int become(int conn, const struct ucred *peer, const char **why)
+{
+	gid_t groups[CLIENT_GROUPS_MAX];
+	socklen_t len = sizeof groups;
+	pid_t parent = getppid();
+
+	if (getsockopt(conn, SOL_SOCKET, SO_PEERGROUPS, groups, &len) != 0)
+		return *why = "cannot read the client's groups", -1;
+	if (setgroups(len / sizeof groups[0], groups) != 0 || setgid(peer->gid) != 0 ||
+	    setuid(peer->uid) != 0)
+		return *why = "cannot take the client's identity", -1;
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
+		return *why = "the server went away", -1;
+	return 0;
+}
+
+int leader_take_client(int conn, const int files[3], char *why, size_t size)
+{
+	struct ucred peer;
+	socklen_t len = sizeof peer;
+	const char *reason = NULL;
+	struct stat st;
+
+	if (getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &peer, &len) != 0)
+		reason = "cannot read the client's credentials";
+	else if (check_descriptors(files, &reason) != 0)
+		;
+	else if (peer.uid == getuid())
+		return 0;
+	else if (getuid() == 0)
+		(void)become(conn, &peer, &reason);
+	else if (fstat(files[0], &st) != 0 || st.st_uid != peer.uid)
+		reason = "this server serves another user only into a directory that user owns "
+			 "(run the server as root, or give -o a directory of your own)";
+	if (reason == NULL)
+		return 0;
+	snprintf(why, size, "%s", reason);
+	return -1;
+}

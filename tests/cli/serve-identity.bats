@@ -1,0 +1,111 @@
+#!/usr/bin/env bats
+# cowrun serve never does for a client what the client could not do
+# itself (issue 23, item 1): a server run as root becomes its client
+# (groups, gid, uid) before it touches anything of the client's; a server
+# that cannot serves another uid only into a directory that uid owns; the
+# descriptors a client passes are checked for kind and access mode.
+
+load helpers
+
+setup() {
+	[ "$(id -u)" = 0 ] || skip "needs root to act as other users (setpriv)"
+	D=$(mktemp -d /tmp/cwi.XXXXXX)   # short: sun_path holds 108 bytes
+	chmod 711 "$D"
+	S=$D/s
+	srv=
+}
+
+teardown() {
+	if [ -n "$srv" ] && kill -0 "$srv" 2>/dev/null; then
+		[ -f "$D/pid" ] && kill -KILL "$(cat "$D/pid")" 2>/dev/null
+		wait "$srv" || true
+	fi
+	rm -rf "$D"
+}
+
+# as USER CMD...: CMD as USER, its own group only.
+as() {
+	local user=$1
+	shift
+	setpriv --reuid="$user" --regid="$(id -g "$user")" --clear-groups "$@"
+}
+
+# start_server_as USER [SERVE OPTIONS] [RUNNER OPTIONS] WORKLOAD ARGS: a
+# server run by USER (root: none) under the reaper, socket mode 0666.
+start_server_as() {
+	local user=$1
+	shift
+	local run=()
+	[ "$user" = root ] || run=(as "$user")
+	"${run[@]}" "$REAPER" "$COWRUN" serve --socket "$S" --socket-mode 0666 --pidfile "$D/pid" "$@" \
+		2>>"$D/log" &
+	srv=$!
+	for _ in $(seq 400); do
+		"${run[@]}" "$COWRUN" submit --socket "$S" --status >/dev/null 2>&1 && return 0
+		kill -0 "$srv" 2>/dev/null || break
+		sleep 0.05
+	done
+	cat "$D/log" >&2
+	return 1
+}
+
+stop_server() {
+	kill -TERM "$(cat "$D/pid")"
+	status=0
+	wait "$srv" || status=$?
+	srv=
+}
+
+@test "serve as root: the batch runs as its client, who cannot write in a directory of root's" {
+	start_server_as root --allow-uid 65534 selftest --tasks 3 --report-bytes 10
+	mkdir -m 755 "$D/roots"
+	echo keep > "$D/roots/task-000001"
+	run --separate-stderr as nobody "$COWRUN" submit --socket "$S" -o "$D/roots"
+	[ "$status" -eq 255 ]
+	[[ "$stderr" == *"cannot write in output directory"*"Permission denied"* ]]
+	[ "$(cat "$D/roots/task-000001")" = keep ]
+	[ "$(ls "$D/roots")" = task-000001 ]
+	# Into its own directory: the reports are the client's.
+	mkdir -m 755 "$D/mine" && chown nobody "$D/mine"
+	run --separate-stderr as nobody "$COWRUN" submit --socket "$S" -o "$D/mine"
+	[ "$status" -eq 0 ]
+	[ "$(ls "$D/mine" | wc -l)" -eq 3 ]
+	[ "$(stat -c %U "$D/mine/task-000000")" = nobody ]
+	# The server's own user still gets the server's rights.
+	run --separate-stderr "$COWRUN" submit --socket "$S" -o "$D/roots"
+	[ "$status" -eq 0 ]
+	[ "$(stat -c %U "$D/roots/task-000001")" = root ]
+	stop_server
+	[ "$status" -eq 0 ]
+}
+
+@test "serve as another user: a client of another uid only into a directory it owns" {
+	chown daemon "$D"
+	start_server_as daemon --allow-uid 65534 selftest --tasks 3 --report-bytes 10
+	# A directory both may write in, that the client does not own (/tmp's kind).
+	mkdir -m 1777 "$D/shared"
+	echo keep > "$D/shared/task-000001" && chown daemon "$D/shared/task-000001"
+	run --separate-stderr as nobody "$COWRUN" submit --socket "$S" -o "$D/shared"
+	[ "$status" -eq 255 ]
+	[[ "$stderr" == *"serves another user only into a directory that user owns"* ]]
+	[ "$(cat "$D/shared/task-000001")" = keep ]
+	# Its own directory, writable by the server: served.
+	mkdir -m 777 "$D/mine" && chown nobody "$D/mine"
+	run --separate-stderr as nobody "$COWRUN" submit --socket "$S" -o "$D/mine"
+	[ "$status" -eq 0 ]
+	[ "$(ls "$D/mine" | wc -l)" -eq 3 ]
+	stop_server
+	[ "$status" -eq 0 ]
+}
+
+@test "serve: a standard output open only for reading is refused before anything runs" {
+	start_server_as root selftest --tasks 3 --report-bytes 10
+	# (run captures standard output: the redirection goes inside.)
+	run --separate-stderr bash -c '"$0" submit --socket "$1" -o "$2" 1</dev/null' \
+		"$COWRUN" "$S" "$D/out"
+	[ "$status" -eq 255 ] || { echo "status $status: $stderr" >&2; return 1; }
+	[[ "$stderr" == *"standard output and error must be open for writing"* ]]
+	[ -z "$(ls -A "$D/out" 2>/dev/null)" ]
+	stop_server
+	[ "$status" -eq 0 ]
+}
