@@ -1326,7 +1326,7 @@ static void loader_free(struct loader *L)
  * space, as it keeps every allocation until exit). */
 static void unload(struct sales *s)
 {
-	sales_free_tables(s);
+	index_free_tables(s);
 	s->txn = NULL;
 	s->nstores = s->nproducts = s->ntxn = s->txn_bytes = s->ndays = s->nmonths = 0;
 }
