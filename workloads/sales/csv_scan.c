@@ -1,5 +1,5 @@
 /*
- * csv.c - loading a CSV of sales (--input) straight into the shared state,
+ * csv_scan.c - loading a CSV of sales (--input) straight into the shared state,
  * on the setup threads.
  *
  * The file is cut into fixed parts of PART_SIZE bytes, and a line belongs
@@ -19,204 +19,18 @@
  * keeps its first error, and the lowest failing part's is printed after
  * the call, with its line number in the whole file.
  */
-#include "csv_hash.h"
+#include "csv_loader.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <inttypes.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #define PART_SIZE   ((size_t)4 << 20)
-#define PART_EXTRA  ((size_t)64 << 10)  /* read past a part for its last line */
-#define REVENUE_MAX (INT64_MAX / 1000)  /* the reports compute part * 1000 */
-#define PAD         16                  /* bytes after a buffer, for the fast path */
 
-/* ---- the loader's state ----------------------------------------------------- */
-
-enum err_kind { E_NONE, E_LINE, E_NOLINE, E_READ, E_CHANGED, E_NOMEM };
-
-struct csv_err {
-	enum err_kind kind;
-	size_t line;    /* E_LINE: line number within the part (1 = its first) */
-	int errnum;     /* E_READ */
-	char msg[224];  /* E_LINE, E_NOLINE: the text after "path:line: " */
-};
-
-/* One row as parsed; name points into the line (product id 0). */
-struct row {
-	uint32_t day, store, pid, qty, price;
-	const char *name;
-	size_t len;
-};
-
-/* One part: pass 1's tables, then pass 2's places. */
-struct part {
-	uint64_t hash;        /* of the part's own bytes */
-	size_t lines, rows;
-	int64_t revenue;      /* stops growing once over REVENUE_MAX */
-	uint32_t first_day, last_day;
-	struct idmap stores;  /* store id -> local store */
-	uint32_t *sid;        /* local store -> id, first-appearance order */
-	size_t *count;        /* rows per local store (pass 2 counts down) */
-	size_t nstores, scap;
-	size_t *place;        /* local store -> next row index (pass 2) */
-	struct ptable prod;   /* local products, first-appearance order */
-	uint32_t *pmap;       /* local product -> catalogue index */
-	struct csv_err err;
-};
-
-#define DIRECT_IDS 65536  /* ids below this skip the hash maps */
-#define NONE       UINT32_MAX
-
-/* Per-thread scratch: the part's bytes, a copy of a bad line, a date memo,
- * and the current part's local index of each small store and product id
- * (NONE: not seen yet; reset after each part): most CSVs number their
- * stores and products from 1, and an array beats a hash map per row. */
-struct scratch {
-	char *buf, *line;
-	size_t cap, line_cap;
-	char date[10];
-	uint32_t day;
-	uint32_t *store_at, *prod_at;  /* DIRECT_IDS each */
-};
-
-struct loader {
-	const char *path;
-	int fd;
-	char *mem;            /* a pipe's or device's whole input, else NULL */
-	size_t size, part_size, nparts;
-	struct part *part;
-	struct scratch *tmp;  /* cowrun_setup_threads() of them */
-	struct sales *s;
-	uint32_t first_day;   /* of the whole file: calendar index 0 */
-	int64_t prefix;       /* overflow search: revenue before the part */
-	size_t bad_line;
-};
-
-/* Record the part's first error, E_LINE or E_NOLINE; returns -1. */
-static int __attribute__((format(printf, 4, 5)))
-fail(struct csv_err *e, enum err_kind kind, size_t line, const char *fmt, ...)
-{
-	va_list ap;
-
-	e->kind = kind;
-	e->line = line;
-	va_start(ap, fmt);
-	vsnprintf(e->msg, sizeof e->msg, fmt, ap);
-	va_end(ap);
-	return -1;
-}
-
-static int fail_io(struct csv_err *e, enum err_kind kind, int errnum)
-{
-	e->kind = kind;
-	e->errnum = errnum;
-	return -1;
-}
-
-static void print_err(const struct loader *L, const struct csv_err *e, size_t base)
-{
-	switch (e->kind) {
-	case E_LINE:
-		cowrun_error("%s:%zu: %s", L->path, base + e->line, e->msg);
-		break;
-	case E_NOLINE:
-		cowrun_error("%s: %s", L->path, e->msg);
-		break;
-	case E_READ:
-		cowrun_error("cannot read '%s': %s", L->path, strerror(e->errnum));
-		break;
-	case E_CHANGED:
-		cowrun_error("cannot read '%s': the file changed while it was read", L->path);
-		break;
-	case E_NOMEM:
-	case E_NONE:
-		cowrun_error("out of memory reading '%s'", L->path);
-		break;
-	}
-}
-
-/* ---- reading a part's bytes ------------------------------------------------- */
-
-/* A part's bytes: buf[0] is file offset off; lines start in [pos, stop). */
-struct view {
-	struct loader *L;
-	struct scratch *tmp;
-	const char *buf;
-	size_t off, len, pos, stop;
-};
-
-/* Read exactly n bytes at offset off (a regular file that ends sooner has
- * changed since its size was taken). */
-static int read_at(struct loader *L, char *buf, size_t n, size_t off,
-		   struct csv_err *e)
-{
-	while (n > 0) {
-		ssize_t r = pread(L->fd, buf, n, (off_t)off);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			return fail_io(e, E_READ, errno);
-		if (r == 0)
-			return fail_io(e, E_CHANGED, 0);
-		buf += r;
-		off += (size_t)r;
-		n -= (size_t)r;
-	}
-	return 0;
-}
-
-/* Make the view hold n bytes (n <= size - off). */
-static int view_fill(struct view *v, size_t n, struct csv_err *e)
-{
-	struct scratch *t = v->tmp;
-
-	if (v->L->mem) {
-		v->buf = v->L->mem + v->off;
-		v->len = v->L->size - v->off;
-		return 0;
-	}
-	if (n + PAD > t->cap) {
-		char *p = realloc(t->buf, n + PAD);
-		if (p == NULL)
-			return fail_io(e, E_NOMEM, 0);
-		t->buf = p;
-		t->cap = n + PAD;
-	}
-	if (read_at(v->L, t->buf + v->len, n - v->len, v->off + v->len, e) != 0)
-		return -1;
-	memset(t->buf + n, '\n', PAD); /* the sentinel the fast path relies on */
-	v->buf = t->buf;
-	v->len = n;
-	return 0;
-}
-
-/* Read part i (and a little past it) and hash its own bytes.  The first
- * line starting in it follows the first '\n' at or after its first byte's
- * predecessor, hence the one byte read before the part. */
-static int view_open(struct loader *L, size_t i, unsigned thread,
-		     struct view *v, uint64_t *hash, struct csv_err *e)
-{
-	size_t start = i * L->part_size;
-	size_t end = start + L->part_size < L->size ? start + L->part_size : L->size;
-	size_t lo = i ? start - 1 : 0;
-	size_t want = end + PART_EXTRA < L->size ? end + PART_EXTRA : L->size;
-	const char *nl;
-
-	*v = (struct view){ L, &L->tmp[thread], NULL, lo, 0, 0, end - lo };
-	if (view_fill(v, want - lo, e) != 0)
-		return -1;
-	*hash = cowrun_hash64(v->buf + (start - lo), end - start, 0);
-	if (i == 0)
-		return 0;
-	nl = memchr(v->buf, '\n', v->stop - 1);
-	v->pos = nl ? (size_t)(nl - v->buf) + 1 : v->stop;
-	return 0;
-}
+/* ---- a part's lines --------------------------------------------------------- */
 
 /* The next line starting in the part, without its '\n'.  Returns 1, 0 at
  * the part's end, or -1 after recording a read error. */
@@ -232,142 +46,13 @@ static int view_line(struct view *v, const char **line, size_t *n,
 	       v->off + v->len < v->L->size) {
 		size_t grow = v->len * 2 > v->len + PART_EXTRA ? v->len * 2 : v->len + PART_EXTRA;
 		from = v->len;
-		if (view_fill(v, grow < v->L->size - v->off ? grow : v->L->size - v->off, e) != 0)
+		if (csv_view_fill(v, grow < v->L->size - v->off ? grow : v->L->size - v->off, e) != 0)
 			return -1;
 	}
 	*line = v->buf + v->pos;
 	*n = (nl ? (size_t)(nl - v->buf) : v->len) - v->pos;
 	v->pos += *n + 1;
 	return 1;
-}
-
-/* ---- parsing a row: the exact path (messages) ----------------------------- */
-
-/* Split line at commas into field[]; returns the number of fields. */
-static int csv_split(char *line, char **field, int max)
-{
-	int n = 0;
-
-	for (char *p = line;; p++) {
-		char *comma = strchr(p, ',');
-		if (n < max)
-			field[n] = p;
-		n++;
-		if (comma == NULL)
-			return n;
-		*comma = '\0';
-		p = comma;
-	}
-}
-
-static int bad(struct csv_err *e, size_t line, const char *what,
-	       const char *value, const char *why)
-{
-	return fail(e, E_LINE, line, "bad %s '%.40s' (%s)", what, value, why);
-}
-
-/* A product field: a positive integer id, or a name that does not start
- * with a digit, has no quotes or control characters and no edge spaces. */
-static int product_key(const char *s, struct row *r, struct csv_err *e, size_t line)
-{
-	long long id;
-	size_t len = strlen(s);
-
-	r->pid = 0;
-	r->name = s;
-	r->len = len;
-	if (*s >= '0' && *s <= '9') {
-		if (parse_int(s, 1, MAX_ID, &id) != 0)
-			return bad(e, line, "product", s, "expected a positive integer id or a name");
-		r->pid = (uint32_t)id;
-		return 0;
-	}
-	if (len == 0 || len > MAX_NAME || s[0] == ' ' || s[len - 1] == ' ')
-		return bad(e, line, "product", s, "expected an id or a name of 1 to 64 characters");
-	for (size_t i = 0; i < len; i++)
-		if ((unsigned char)s[i] < 0x20 || s[i] == '"' || s[i] == 0x7f)
-			return bad(e, line, "product", s, "quotes and control characters are not allowed");
-	return 0;
-}
-
-/* Parse one data row's fields (column order, so the first bad field is
- * the one named). */
-static int row_fields(char **field, struct row *r, struct csv_err *e, size_t line)
-{
-	long long v;
-
-	if (parse_date(field[0], &r->day) != 0)
-		return bad(e, line, "date", field[0], "expected a real date YYYY-MM-DD");
-	if (parse_int(field[1], 1, MAX_ID, &v) != 0)
-		return bad(e, line, "store", field[1], "expected a positive integer id");
-	r->store = (uint32_t)v;
-	if (product_key(field[2], r, e, line) != 0)
-		return -1;
-	if (parse_int(field[3], 1, MAX_QUANTITY, &v) != 0)
-		return bad(e, line, "quantity", field[3], "expected an integer from 1 to 1000000");
-	r->qty = (uint32_t)v;
-	if (parse_price(field[4], &r->price) != 0)
-		return bad(e, line, "unit price", field[4],
-			   "expected a price like 3.49: at most 2 decimals, up to 1000000.00");
-	return 0;
-}
-
-/* A NUL-terminated copy of the line (with its '\r'), NULL after recording
- * a NUL byte in it (as the sequential reader refused) or no memory. */
-static char *line_copy(struct scratch *t, const char *line, size_t n,
-		       struct csv_err *e, size_t lineno)
-{
-	if (memchr(line, '\0', n) != NULL) {
-		fail(e, E_LINE, lineno, "NUL byte in line");
-		return NULL;
-	}
-	if (n + 1 > t->line_cap) {
-		char *p = realloc(t->line, n + 1);
-		if (p == NULL) {
-			fail_io(e, E_NOMEM, 0);
-			return NULL;
-		}
-		t->line = p;
-		t->line_cap = n + 1;
-	}
-	memcpy(t->line, line, n);
-	t->line[n] = '\0';
-	if (n > 0 && t->line[n - 1] == '\r')
-		t->line[n - 1] = '\0';
-	return t->line;
-}
-
-/* The slow, exact row parser: every message of the sequential reader.
- * Returns 1 (a row; its name points into scratch), 0 (blank) or -1. */
-static int row_exact(struct scratch *t, const char *line, size_t n,
-		     struct row *r, struct csv_err *e, size_t lineno)
-{
-	char *copy = line_copy(t, line, n, e, lineno), *field[CSV_FIELDS];
-	int nf;
-
-	if (copy == NULL)
-		return -1;
-	if (*copy == '\0')
-		return 0; /* blank lines carry nothing: skip them */
-	nf = csv_split(copy, field, CSV_FIELDS);
-	if (nf != CSV_FIELDS)
-		return fail(e, E_LINE, lineno, "expected %d fields (%s), found %d",
-			    CSV_FIELDS, CSV_HEADER, nf);
-	return row_fields(field, r, e, lineno) == 0 ? 1 : -1;
-}
-
-static int header_check(struct scratch *t, const char *line, size_t n,
-			struct csv_err *e)
-{
-	const char *h = line_copy(t, line, n, e, 1);
-
-	if (h == NULL)
-		return -1;
-	if (strncmp(h, "\xEF\xBB\xBF", 3) == 0)
-		h += 3; /* a UTF-8 byte order mark, as spreadsheets write */
-	if (strcmp(h, CSV_HEADER) != 0)
-		return fail(e, E_LINE, 1, "bad header '%.60s' (expected '%s')", h, CSV_HEADER);
-	return 0;
 }
 
 /* ---- parsing a row: the fast path ------------------------------------------- */
@@ -476,7 +161,8 @@ static inline int fast_date(struct scratch *t, const char *p, uint32_t *day)
 	return 0;
 }
 
-/* A product name up to the next comma: what product_key() accepts. */
+/* A product name up to the next comma: what product_key() (csv_row.c)
+ * accepts. */
 static inline int fast_name(const char **p, const char *end, struct row *r)
 {
 	const char *s = *p, *comma = memchr(s, ',', (size_t)(end - s));
@@ -524,10 +210,10 @@ static int row_parse(struct scratch *t, const char *line, size_t n,
 	if (n > 0 && end[-1] == '\r')
 		end--;
 	if (end == line)
-		return memchr(line, '\0', n) ? row_exact(t, line, n, r, e, lineno) : 0;
+		return memchr(line, '\0', n) ? csv_row_exact(t, line, n, r, e, lineno) : 0;
 	if (row_fast(t, line, end, r) == 0)
 		return 1;
-	return row_exact(t, line, n, r, e, lineno);
+	return csv_row_exact(t, line, n, r, e, lineno);
 }
 
 /* ---- scanning a part ------------------------------------------------------- */
@@ -542,7 +228,7 @@ static int direct_init(struct scratch *t, struct csv_err *e)
 		return 0;
 	t->store_at = malloc(2 * DIRECT_IDS * sizeof *t->store_at);
 	if (t->store_at == NULL)
-		return fail_io(e, E_NOMEM, 0);
+		return csv_fail_io(e, E_NOMEM, 0);
 	memset(t->store_at, 0xff, 2 * DIRECT_IDS * sizeof *t->store_at);
 	t->prod_at = t->store_at + DIRECT_IDS;
 	return 0;
@@ -574,12 +260,12 @@ static int scan_part(struct loader *L, size_t i, unsigned thread, row_fn fn,
 
 	*lines = 0;
 	if (direct_init(&L->tmp[thread], &pt->err) != 0 ||
-	    view_open(L, i, thread, &v, hash, &pt->err) != 0)
+	    csv_view_open(L, i, thread, &v, hash, &pt->err) != 0)
 		return -1;
 	while ((rc = view_line(&v, &line, &n, &pt->err)) > 0) {
 		++*lines;
 		if (i == 0 && *lines == 1) {
-			rc = header_check(v.tmp, line, n, &pt->err);
+			rc = csv_header_check(v.tmp, line, n, &pt->err);
 		} else {
 			rc = row_parse(v.tmp, line, n, &r, &pt->err, *lines);
 			if (rc > 0)
@@ -662,7 +348,7 @@ static int tally(struct loader *L, struct part *pt, struct scratch *t,
 
 	(void)L;
 	if (prod < 0)
-		return fail(&pt->err, E_LINE, lineno, "out of memory");
+		return csv_fail(&pt->err, E_LINE, lineno, "out of memory");
 	pt->count[store]++;
 	if (pt->prod.prod[prod].list_price < r->price)
 		pt->prod.prod[prod].list_price = r->price;
@@ -697,10 +383,15 @@ static int overflow_row(struct loader *L, struct part *pt, struct scratch *t,
 	return -1;
 }
 
+int csv_pass1(struct loader *L)
+{
+	return cowrun_parallel(L->nparts, pass1_block, L);
+}
+
 /* After pass 1: print the first error in file order, as the sequential
  * reader would have met it: a part's own error, or the line where the
  * company's revenue grew too large.  Returns 0 if there was none. */
-static int first_error(struct loader *L)
+int csv_first_error(struct loader *L)
 {
 	size_t base = 0, lines;
 	uint64_t hash;
@@ -713,20 +404,65 @@ static int first_error(struct loader *L)
 			pt->err.kind = E_NONE;
 			if (scan_part(L, i, 0, overflow_row, &lines, &hash) == 0 ||
 			    L->bad_line == 0) {
-				print_err(L, &pt->err, base);
+				csv_print_err(L, &pt->err, base);
 				return -1;
 			}
 			cowrun_error("%s:%zu: total revenue too large", L->path, base + L->bad_line);
 			return -1;
 		}
 		if (pt->err.kind != E_NONE) {
-			print_err(L, &pt->err, base);
+			csv_print_err(L, &pt->err, base);
 			return -1;
 		}
 		prefix += pt->revenue;
 		base += pt->lines;
 	}
 	return 0;
+}
+
+/* ---- pass 2: every row to its place ----------------------------------------- */
+
+static int place_row(struct loader *L, struct part *pt, struct scratch *tmp,
+		     const struct row *r, size_t lineno)
+{
+	struct sales *s = L->s;
+	int64_t store = local_store(tmp, pt, r->store, 0);
+	int64_t prod = local_product(tmp, pt, r, 0);
+	struct txn t = { r->day - L->first_day, 0, r->qty, r->price };
+
+	(void)lineno;
+	if (store < 0 || prod < 0 || pt->count[store] == 0 ||
+	    r->day < L->first_day || r->day - L->first_day >= s->ndays)
+		return csv_fail_io(&pt->err, E_CHANGED, 0);
+	t.product = pt->pmap[prod];
+	pt->count[store]--;
+	s->txn[pt->place[store]++] = t;
+	return 0;
+}
+
+static int pass2_block(void *ctx, size_t i, unsigned thread)
+{
+	struct loader *L = ctx;
+	struct part *pt = &L->part[i];
+	size_t lines;
+	uint64_t hash;
+
+	if (scan_part(L, i, thread, place_row, &lines, &hash) != 0) {
+		if (pt->err.kind != E_READ && pt->err.kind != E_NOMEM)
+			pt->err.kind = E_CHANGED;
+		return -1;
+	}
+	for (size_t j = 0; j < pt->nstores; j++)
+		if (pt->count[j] != 0)
+			return csv_fail_io(&pt->err, E_CHANGED, 0);
+	if (hash != pt->hash || lines != pt->lines)
+		return csv_fail_io(&pt->err, E_CHANGED, 0);
+	return 0;
+}
+
+int csv_pass2(struct loader *L)
+{
+	return cowrun_parallel(L->nparts, pass2_block, L);
 }
 
 /* ---- merging the parts' tables, in file order ------------------------------- */
@@ -801,7 +537,7 @@ static void store_places(struct loader *L, struct sales *s, size_t *rank)
 
 /* Every part's place[] for pass 2: stores ascending by id, each store's
  * rows in part order.  Sets s->store_id, nstores, store_off. */
-static int merge_stores(struct loader *L, struct sales *s)
+int csv_merge_stores(struct loader *L, struct sales *s)
 {
 	uint64_t *key = NULL;
 	size_t *rank = NULL;
@@ -872,7 +608,7 @@ static int sort_products(struct ptable *all, struct sales *s, uint32_t *rank)
 
 /* The catalogue and name pool (first-appearance order, as the sequential
  * reader built it), and every part's pmap[]. */
-static int merge_products(struct loader *L, struct sales *s)
+int csv_merge_products(struct loader *L, struct sales *s)
 {
 	struct ptable all = { 0 };
 	uint32_t *rank = NULL;
@@ -909,47 +645,7 @@ out:
 	return rc;
 }
 
-/* ---- pass 2: every row to its place ----------------------------------------- */
-
-static int place_row(struct loader *L, struct part *pt, struct scratch *tmp,
-		     const struct row *r, size_t lineno)
-{
-	struct sales *s = L->s;
-	int64_t store = local_store(tmp, pt, r->store, 0);
-	int64_t prod = local_product(tmp, pt, r, 0);
-	struct txn t = { r->day - L->first_day, 0, r->qty, r->price };
-
-	(void)lineno;
-	if (store < 0 || prod < 0 || pt->count[store] == 0 ||
-	    r->day < L->first_day || r->day - L->first_day >= s->ndays)
-		return fail_io(&pt->err, E_CHANGED, 0);
-	t.product = pt->pmap[prod];
-	pt->count[store]--;
-	s->txn[pt->place[store]++] = t;
-	return 0;
-}
-
-static int pass2_block(void *ctx, size_t i, unsigned thread)
-{
-	struct loader *L = ctx;
-	struct part *pt = &L->part[i];
-	size_t lines;
-	uint64_t hash;
-
-	if (scan_part(L, i, thread, place_row, &lines, &hash) != 0) {
-		if (pt->err.kind != E_READ && pt->err.kind != E_NOMEM)
-			pt->err.kind = E_CHANGED;
-		return -1;
-	}
-	for (size_t j = 0; j < pt->nstores; j++)
-		if (pt->count[j] != 0)
-			return fail_io(&pt->err, E_CHANGED, 0);
-	if (hash != pt->hash || lines != pt->lines)
-		return fail_io(&pt->err, E_CHANGED, 0);
-	return 0;
-}
-
-/* ---- the whole load --------------------------------------------------------- */
+/* ---- the whole input -------------------------------------------------------- */
 
 /* A pipe's or device's input, read to its end: it cannot be read twice. */
 static int read_all(struct loader *L)
@@ -983,7 +679,7 @@ static int read_all(struct loader *L)
 
 /* Open the input; a regular file is read later, in parts, by pread.  (A
  * regular file of size 0 may be a /proc file: read it like a pipe.) */
-static int open_input(struct loader *L)
+int csv_open_input(struct loader *L)
 {
 	struct stat st;
 
@@ -1002,7 +698,7 @@ static int open_input(struct loader *L)
 /* The part size: fixed, so the cut depends on the file alone.  Tests
  * shrink it (COWRUN_SALES_CSV_PART=bytes) to give a small file many
  * parts; it changes the input hash too. */
-static size_t part_size(void)
+size_t csv_part_size(void)
 {
 	const char *env = getenv("COWRUN_SALES_CSV_PART");
 	char *end;
@@ -1013,6 +709,78 @@ static size_t part_size(void)
 	v = strtoull(env, &end, 10);
 	return *end == '\0' && v >= 1 && v <= ((size_t)1 << 30) ? (size_t)v : PART_SIZE;
 }
+
+/* ---- a part's bytes -------------------------------------------------------- */
+
+/* Read exactly n bytes at offset off (a regular file that ends sooner has
+ * changed since its size was taken). */
+static int read_at(struct loader *L, char *buf, size_t n, size_t off,
+		   struct csv_err *e)
+{
+	while (n > 0) {
+		ssize_t r = pread(L->fd, buf, n, (off_t)off);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return csv_fail_io(e, E_READ, errno);
+		if (r == 0)
+			return csv_fail_io(e, E_CHANGED, 0);
+		buf += r;
+		off += (size_t)r;
+		n -= (size_t)r;
+	}
+	return 0;
+}
+
+/* Make the view hold n bytes (n <= size - off). */
+int csv_view_fill(struct view *v, size_t n, struct csv_err *e)
+{
+	struct scratch *t = v->tmp;
+
+	if (v->L->mem) {
+		v->buf = v->L->mem + v->off;
+		v->len = v->L->size - v->off;
+		return 0;
+	}
+	if (n + PAD > t->cap) {
+		char *p = realloc(t->buf, n + PAD);
+		if (p == NULL)
+			return csv_fail_io(e, E_NOMEM, 0);
+		t->buf = p;
+		t->cap = n + PAD;
+	}
+	if (read_at(v->L, t->buf + v->len, n - v->len, v->off + v->len, e) != 0)
+		return -1;
+	memset(t->buf + n, '\n', PAD); /* the sentinel the fast path relies on */
+	v->buf = t->buf;
+	v->len = n;
+	return 0;
+}
+
+/* Read part i (and a little past it) and hash its own bytes.  The first
+ * line starting in it follows the first '\n' at or after its first byte's
+ * predecessor, hence the one byte read before the part. */
+int csv_view_open(struct loader *L, size_t i, unsigned thread,
+		     struct view *v, uint64_t *hash, struct csv_err *e)
+{
+	size_t start = i * L->part_size;
+	size_t end = start + L->part_size < L->size ? start + L->part_size : L->size;
+	size_t lo = i ? start - 1 : 0;
+	size_t want = end + PART_EXTRA < L->size ? end + PART_EXTRA : L->size;
+	const char *nl;
+
+	*v = (struct view){ L, &L->tmp[thread], NULL, lo, 0, 0, end - lo };
+	if (csv_view_fill(v, want - lo, e) != 0)
+		return -1;
+	*hash = cowrun_hash64(v->buf + (start - lo), end - start, 0);
+	if (i == 0)
+		return 0;
+	nl = memchr(v->buf, '\n', v->stop - 1);
+	v->pos = nl ? (size_t)(nl - v->buf) + 1 : v->stop;
+	return 0;
+}
+
+/* ---- the whole load --------------------------------------------------------- */
 
 /* The whole file's row count and day range; 0, or -1 after a message. */
 static int totals(struct loader *L, size_t *rows, uint32_t *last)
@@ -1065,11 +833,11 @@ static int place_rows(struct loader *L, struct sales *s, size_t rows)
 		return -1;
 	}
 	s->ntxn = rows;
-	if (cowrun_parallel(L->nparts, pass2_block, L) == 0)
+	if (csv_pass2(L) == 0)
 		return 0;
 	for (size_t i = 0; i < L->nparts; i++)
 		if (L->part[i].err.kind != E_NONE) {
-			print_err(L, &L->part[i].err, 0);
+			csv_print_err(L, &L->part[i].err, 0);
 			return -1;
 		}
 	cowrun_error("out of memory reading '%s'", L->path);
@@ -1090,8 +858,8 @@ static int load(struct loader *L, struct sales *s)
 		cowrun_error("out of memory reading '%s'", L->path);
 		return -1;
 	}
-	r1 = cowrun_parallel(L->nparts, pass1_block, L);
-	if (first_error(L) != 0)
+	r1 = csv_pass1(L);
+	if (csv_first_error(L) != 0)
 		return -1;
 	if (r1 != 0) {
 		cowrun_error("out of memory reading '%s'", L->path);
@@ -1099,7 +867,7 @@ static int load(struct loader *L, struct sales *s)
 	}
 	if (totals(L, &rows, &last) != 0)
 		return -1;
-	if (merge_stores(L, s) != 0 || merge_products(L, s) != 0 ||
+	if (csv_merge_stores(L, s) != 0 || csv_merge_products(L, s) != 0 ||
 	    index_calendar(s, L->first_day, last) != 0 ||
 	    input_hash(L, &s->input_hash) != 0) {
 		cowrun_error("out of memory indexing %zu transactions", rows);
@@ -1148,13 +916,13 @@ int csv_load(const char *path, struct sales *s)
 	struct loader L = { .path = path, .fd = -1, .s = s };
 	int rc = -1;
 
-	if (open_input(&L) != 0)
+	if (csv_open_input(&L) != 0)
 		goto out;
 	if (L.size == 0) {
 		cowrun_error("%s: empty file (expected the header '%s')", path, CSV_HEADER);
 		goto out;
 	}
-	L.part_size = part_size();
+	L.part_size = csv_part_size();
 	rc = load(&L, s);
 out:
 	if (rc != 0)
@@ -1162,3 +930,4 @@ out:
 	loader_free(&L);
 	return rc;
 }
+
