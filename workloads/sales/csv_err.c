@@ -9,7 +9,8 @@
 #include <string.h>
 
 /* Record the part's first error, E_LINE or E_NOLINE; returns -1. */
-int csv_fail(struct csv_err *e, enum err_kind kind, size_t line, const char *fmt, ...)
+int csv_fail(struct csv_err *e, enum err_kind kind, size_t line,
+	     const char *fmt, ...)
 {
 	va_list ap;
 

@@ -16,7 +16,7 @@
 
 #define PART_SIZE   ((size_t)4 << 20)
 
-/* ---- the whole input -------------------------------------------------------- */
+/* ---- the whole input -------------------------------------------------- */
 
 /* A pipe's or device's input, read to its end: it cannot be read twice. */
 static int read_all(struct loader *L)
@@ -81,7 +81,7 @@ size_t csv_part_size(void)
 	return *end == '\0' && v >= 1 && v <= ((size_t)1 << 30) ? (size_t)v : PART_SIZE;
 }
 
-/* ---- a part's bytes -------------------------------------------------------- */
+/* ---- a part's bytes --------------------------------------------------- */
 
 /* Read exactly n bytes at offset off (a regular file that ends sooner has
  * changed since its size was taken). */

@@ -15,7 +15,7 @@
 #define DIRECT_IDS  65536               /* ids below this skip the hash maps */
 #define NONE        UINT32_MAX
 
-/* ---- the loader's state ----------------------------------------------------- */
+/* ---- the loader's state ----------------------------------------------- */
 
 enum err_kind { E_NONE, E_LINE, E_NOLINE, E_READ, E_CHANGED, E_NOMEM };
 
@@ -85,17 +85,19 @@ struct view {
 	size_t off, len, pos, stop;
 };
 
-/* ---- errors (csv_err.c): a thread records, the caller prints ---- */
+/* ---- errors (csv_err.c): a thread records, the caller prints ---------- */
 
 /* Record e's error, E_LINE (line within the part) or E_NOLINE; -1. */
 int __attribute__((format(printf, 4, 5)))
-csv_fail(struct csv_err *e, enum err_kind kind, size_t line, const char *fmt, ...);
+csv_fail(struct csv_err *e, enum err_kind kind, size_t line,
+	 const char *fmt, ...);
 /* Record e's error, E_READ (errnum), E_CHANGED or E_NOMEM; -1. */
 int csv_fail_io(struct csv_err *e, enum err_kind kind, int errnum);
 /* One line on stderr for e; base: lines in the file before e's part. */
-void csv_print_err(const struct loader *L, const struct csv_err *e, size_t base);
+void csv_print_err(const struct loader *L, const struct csv_err *e,
+		   size_t base);
 
-/* ---- the input (csv_input.c) ---- */
+/* ---- the input (csv_input.c) ------------------------------------------ */
 
 /* Open L->path into L->fd and set L->size; a pipe or device (or an empty
  * regular file, maybe in /proc) is read whole into L->mem, PAD bytes of
@@ -111,7 +113,7 @@ int csv_view_open(struct loader *L, size_t i, unsigned thread,
 /* Make the view hold n bytes (n <= size - off); 0 or -1 as above. */
 int csv_view_fill(struct view *v, size_t n, struct csv_err *e);
 
-/* ---- the exact row parser (csv_row.c), for what the fast one declines ---- */
+/* ---- the exact row parser (csv_row.c), for what the fast one declines -- */
 
 /* Parse line number lineno of a part (n bytes, no '\n'), with the
  * sequential reader's every message.  Returns 1 (a row; its name points
@@ -122,7 +124,7 @@ int csv_row_exact(struct scratch *t, const char *line, size_t n,
 int csv_header_check(struct scratch *t, const char *line, size_t n,
 		     struct csv_err *e);
 
-/* ---- the two passes (csv_scan.c), on the setup threads ---- */
+/* ---- the two passes (csv_scan.c), on the setup threads ---------------- */
 
 /* Pass 1: every part's tables.  cowrun_parallel()'s result: nonzero if
  * any part failed (its error in part[i].err, or out of memory). */
@@ -134,7 +136,7 @@ int csv_first_error(struct loader *L);
  * is what pass 1 read.  Nonzero as csv_pass1(). */
 int csv_pass2(struct loader *L);
 
-/* ---- between the passes (csv_merge.c) ---- */
+/* ---- between the passes (csv_merge.c) --------------------------------- */
 
 /* Sets s->store_id (ascending), nstores, store_off (malloc'd; s owns
  * them) and every part's place[] (the loader's).  0, or -1 (ENOMEM). */

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- a part's lines --------------------------------------------------------- */
+/* ---- a part's lines --------------------------------------------------- */
 
 /* The next line starting in the part, without its '\n'.  Returns 1, 0 at
  * the part's end, or -1 after recording a read error. */
@@ -36,7 +36,7 @@ static int view_line(struct view *v, const char **line, size_t *n,
 	return 1;
 }
 
-/* ---- parsing a row: the fast path ------------------------------------------- */
+/* ---- parsing a row: the fast path ------------------------------------- */
 
 /*
  * The fast path relies on the bytes after a line: the byte right after it
@@ -197,7 +197,7 @@ static int row_parse(struct scratch *t, const char *line, size_t n,
 	return csv_row_exact(t, line, n, r, e, lineno);
 }
 
-/* ---- scanning a part ------------------------------------------------------- */
+/* ---- scanning a part -------------------------------------------------- */
 
 typedef int (*row_fn)(struct loader *L, struct part *pt, struct scratch *t,
 		      const struct row *r, size_t lineno);
@@ -259,7 +259,7 @@ static int scan_part(struct loader *L, size_t i, unsigned thread, row_fn fn,
 	return rc < 0 ? -1 : 0;
 }
 
-/* ---- a row's local store and product ---------------------------------------- */
+/* ---- a row's local store and product ---------------------------------- */
 
 static int64_t part_store(struct part *pt, uint32_t id);
 
@@ -293,7 +293,7 @@ static inline int64_t local_product(struct scratch *t, struct part *pt,
 	return idx;
 }
 
-/* ---- pass 1: per-part tables ------------------------------------------------ */
+/* ---- pass 1: per-part tables ------------------------------------------ */
 
 /* The local index of store id, added on first sight; -1 out of memory. */
 static int64_t part_store(struct part *pt, uint32_t id)
@@ -401,7 +401,7 @@ int csv_first_error(struct loader *L)
 	return 0;
 }
 
-/* ---- pass 2: every row to its place ----------------------------------------- */
+/* ---- pass 2: every row to its place ----------------------------------- */
 
 static int place_row(struct loader *L, struct part *pt, struct scratch *tmp,
 		     const struct row *r, size_t lineno)

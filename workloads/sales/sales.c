@@ -1,7 +1,7 @@
 /*
  * sales.c - the nightly sales-report workload.
  *
- * Setup (parent, once) reads a CSV of transactions (csv.c) or generates a
+ * Setup (parent, once) reads a CSV of transactions (csv_*.c) or generates a
  * deterministic synthetic data set (generate.c), on the setup threads,
  * straight into the read-only indexes every report needs: the transactions
  * grouped by store (one array plus offsets), the product catalogue and the

@@ -137,7 +137,7 @@ uint64_t mix64(uint64_t x);
  * their final place, on the setup threads (cowrun_parallel()); output is
  * the same at every thread count.  Return 0, or -1 after one message. ---- */
 
-/* --input (csv.c): also sets s->input_hash. */
+/* --input (csv_load.c, and the other csv_*.c): also sets s->input_hash. */
 int csv_load(const char *path, struct sales *s);
 /* Generated data (generate.c). */
 int generate_load(const struct sales_config *cfg, struct sales *s);
