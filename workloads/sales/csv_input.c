@@ -132,7 +132,7 @@ int csv_view_fill(struct view *v, size_t n, struct csv_err *e)
  * line starting in it follows the first '\n' at or after its first byte's
  * predecessor, hence the one byte read before the part. */
 int csv_view_open(struct loader *L, size_t i, unsigned thread,
-		     struct view *v, uint64_t *hash, struct csv_err *e)
+		  struct view *v, uint64_t *hash, struct csv_err *e)
 {
 	size_t start = i * L->part_size;
 	size_t end = start + L->part_size < L->size ? start + L->part_size : L->size;

@@ -3,9 +3,9 @@
  * state, on the setup threads: csv_load(), the one function the rest of
  * the workload calls, and the order of the load.
  *
- * The file is cut into fixed parts of PART_SIZE bytes, and a line belongs
- * to the part where it starts, so the cut depends on the file alone, never
- * on the thread count.  Pass 1 parses every part (cowrun_parallel) into
+ * The file is cut into fixed parts of PART_SIZE bytes (csv_input.c), and
+ * a line belongs to the part where it starts, so the cut depends on the
+ * file alone, never on the thread count.  Pass 1 parses every part (cowrun_parallel) into
  * small per-part tables: its stores and products in first-appearance
  * order, its rows per store, its day range and revenue.  Merging those in
  * file order gives the store list, catalogue and name pool the sequential

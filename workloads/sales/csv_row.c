@@ -106,7 +106,7 @@ static char *line_copy(struct scratch *t, const char *line, size_t n,
 /* The slow, exact row parser: every message of the sequential reader.
  * Returns 1 (a row; its name points into scratch), 0 (blank) or -1. */
 int csv_row_exact(struct scratch *t, const char *line, size_t n,
-		     struct row *r, struct csv_err *e, size_t lineno)
+		  struct row *r, struct csv_err *e, size_t lineno)
 {
 	char *copy = line_copy(t, line, n, e, lineno), *field[CSV_FIELDS];
 	int nf;
@@ -123,7 +123,7 @@ int csv_row_exact(struct scratch *t, const char *line, size_t n,
 }
 
 int csv_header_check(struct scratch *t, const char *line, size_t n,
-			struct csv_err *e)
+		     struct csv_err *e)
 {
 	const char *h = line_copy(t, line, n, e, 1);
 
