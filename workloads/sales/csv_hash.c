@@ -1,8 +1,8 @@
 /*
- * csv_hash.c - the CSV reader's hash maps (csv_hash.h): growing an id map,
- * and the product table, whose products are found by id or by name.
- * Each part of the file has its own tables (no locks), and the merge
- * builds the whole catalogue with the same ptable_index().
+ * csv_hash.c - the CSV reader's hash maps (csv_hash.h): the parts that run
+ * on a first sight (growing a map, adding a product), and the name map's
+ * probe.  Each part of the file has its own tables (no locks), and the
+ * merge builds the whole catalogue with the same ptable_index().
  */
 #include "csv_hash.h"
 
@@ -38,8 +38,8 @@ static int name_eq(const struct ptable *t, uint32_t val, const char *name, size_
 	return memcmp(have, name, len) == 0 && have[len] == '\0';
 }
 
-static struct nslot *namemap_find(const struct ptable *t, uint64_t h,
-				  const char *name, size_t len)
+struct nslot *namemap_find(const struct ptable *t, uint64_t h,
+			   const char *name, size_t len)
 {
 	const struct namemap *m = &t->byname;
 	size_t i = h & (m->cap - 1);
@@ -74,11 +74,6 @@ static int namemap_reserve(struct namemap *m)
 	return 0;
 }
 
-static uint64_t name_hash(const char *name, size_t len)
-{
-	return cowrun_hash64(name, len, 0x5a1e5);
-}
-
 /* ---- the product table ------------------------------------------------ */
 
 /* Append a product (name copied into the pool unless NULL); returns its
@@ -106,16 +101,16 @@ static int64_t ptable_append(struct ptable *t, uint32_t id, const char *name,
 	return (int64_t)t->n++;
 }
 
-int64_t ptable_index(struct ptable *t, uint32_t id, const char *name,
-		     size_t len, int add)
+/* Add a product ptable_find() did not find: its index, or -1 out of
+ * memory. */
+static int64_t ptable_add(struct ptable *t, uint32_t id, const char *name,
+			  size_t len)
 {
 	int64_t idx;
 	uint64_t h;
 	struct nslot *slot;
 
 	if (id != 0) {
-		if ((idx = idmap_get(&t->ids, id)) >= 0 || !add)
-			return idx;
 		if (idmap_reserve(&t->ids) != 0 ||
 		    (idx = ptable_append(t, id, NULL, 0)) < 0)
 			return -1;
@@ -123,17 +118,25 @@ int64_t ptable_index(struct ptable *t, uint32_t id, const char *name,
 		t->ids.n++;
 		return idx;
 	}
-	h = name_hash(name, len);
-	if (t->byname.cap > 0 && (slot = namemap_find(t, h, name, len))->used)
-		return slot->val;
-	if (!add || namemap_reserve(&t->byname) != 0)
+	if (namemap_reserve(&t->byname) != 0)
 		return -1;
+	h = name_hash(name, len);
 	slot = namemap_find(t, h, name, len);
 	if ((idx = ptable_append(t, 0, name, len)) < 0)
 		return -1;
 	*slot = (struct nslot){ h, (uint32_t)idx, 1 };
 	t->byname.n++;
 	return idx;
+}
+
+int64_t ptable_index(struct ptable *t, uint32_t id, const char *name,
+		     size_t len, int add)
+{
+	int64_t idx = ptable_find(t, id, name, len);
+
+	if (idx >= 0 || !add)
+		return idx;
+	return ptable_add(t, id, name, len);
 }
 
 void ptable_free(struct ptable *t)

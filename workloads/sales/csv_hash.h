@@ -3,9 +3,11 @@
  * and the product table (catalogue entries, their names in a pool, and
  * both maps to find one).  Private to workloads/sales/csv_*.c.
  *
- * idmap_find() and idmap_get() run for every row whose id is too large
- * for the scan's direct arrays, so they are static inline here; what runs
- * on a first sight only (growing a map, adding a product) is in csv_hash.c.
+ * The lookups run per row (idmap_get() for every id too large for the
+ * scan's direct arrays, ptable_find() in pass 2 for every product known by
+ * name), so they are static inline here, for csv_scan.c to inline as it
+ * did when all this was one file; what runs on a first sight (growing a
+ * map, adding a product) and the name map's probe are in csv_hash.c.
  */
 #ifndef COWRUN_SALES_CSV_HASH_H
 #define COWRUN_SALES_CSV_HASH_H
@@ -80,10 +82,34 @@ struct ptable {
 	struct namemap byname;
 };
 
+/* The name map's slot for the len bytes of name (hash h), or the empty
+ * slot where it belongs (t->byname.cap > 0). */
+struct nslot *namemap_find(const struct ptable *t, uint64_t h,
+			   const char *name, size_t len);
+
+static inline uint64_t name_hash(const char *name, size_t len)
+{
+	return cowrun_hash64(name, len, 0x5a1e5);
+}
+
 /* The index of product (id, or id 0 and the len bytes of name, which
- * need no NUL); add it on first sight when `add` (with no category and
- * list price 0, its name copied into the pool).  Returns -1 if absent
- * (and not added) or out of memory. */
+ * need no NUL), or -1 if absent. */
+static inline int64_t ptable_find(const struct ptable *t, uint32_t id,
+				  const char *name, size_t len)
+{
+	const struct nslot *slot;
+
+	if (id != 0)
+		return idmap_get(&t->ids, id);
+	if (t->byname.cap == 0)
+		return -1;
+	slot = namemap_find(t, name_hash(name, len), name, len);
+	return slot->used ? (int64_t)slot->val : -1;
+}
+
+/* ptable_find(), and when absent and `add`, add the product (with no
+ * category and list price 0, its name copied into the pool).  Returns -1
+ * if absent (and not added) or out of memory. */
 int64_t ptable_index(struct ptable *t, uint32_t id, const char *name,
 		     size_t len, int add);
 /* Frees what t holds (not t itself). */

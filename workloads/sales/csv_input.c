@@ -127,26 +127,3 @@ int csv_view_fill(struct view *v, size_t n, struct csv_err *e)
 	v->len = n;
 	return 0;
 }
-
-/* Read part i (and a little past it) and hash its own bytes.  The first
- * line starting in it follows the first '\n' at or after its first byte's
- * predecessor, hence the one byte read before the part. */
-int csv_view_open(struct loader *L, size_t i, unsigned thread,
-		  struct view *v, uint64_t *hash, struct csv_err *e)
-{
-	size_t start = i * L->part_size;
-	size_t end = start + L->part_size < L->size ? start + L->part_size : L->size;
-	size_t lo = i ? start - 1 : 0;
-	size_t want = end + PART_EXTRA < L->size ? end + PART_EXTRA : L->size;
-	const char *nl;
-
-	*v = (struct view){ L, &L->tmp[thread], NULL, lo, 0, 0, end - lo };
-	if (csv_view_fill(v, want - lo, e) != 0)
-		return -1;
-	*hash = cowrun_hash64(v->buf + (start - lo), end - start, 0);
-	if (i == 0)
-		return 0;
-	nl = memchr(v->buf, '\n', v->stop - 1);
-	v->pos = nl ? (size_t)(nl - v->buf) + 1 : v->stop;
-	return 0;
-}

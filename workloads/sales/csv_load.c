@@ -22,7 +22,7 @@
  *
  * The reader's files (each includes csv_loader.h, the private header;
  * they call down to index.c and util.c, never up to sales.c):
- *   csv_input.c   opening the input, a part's bytes
+ *   csv_input.c   opening the input, reading a part's bytes
  *   csv_scan.c    the hot path: a part's lines, the fast row parser, what
  *                 passes 1 and 2 do with each row
  *   csv_row.c     the exact row parser (every message) and the header

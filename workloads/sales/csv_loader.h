@@ -105,12 +105,9 @@ void csv_print_err(const struct loader *L, const struct csv_err *e,
 int csv_open_input(struct loader *L);
 /* The part size: PART_SIZE, or COWRUN_SALES_CSV_PART's bytes (tests). */
 size_t csv_part_size(void);
-/* Read part i into the thread's scratch buffer (followed by PAD bytes of
- * '\n') and hash its own bytes into *hash; v->pos at its first line.
- * 0, or -1 after recording a read error in e. */
-int csv_view_open(struct loader *L, size_t i, unsigned thread,
-		  struct view *v, uint64_t *hash, struct csv_err *e);
-/* Make the view hold n bytes (n <= size - off); 0 or -1 as above. */
+/* Make the view hold its first n bytes (n <= size - off): read into the
+ * thread's scratch buffer, PAD bytes of '\n' after them (or point into
+ * L->mem).  0, or -1 after recording a read error in e. */
 int csv_view_fill(struct view *v, size_t n, struct csv_err *e);
 
 /* ---- the exact row parser (csv_row.c), for what the fast one declines -- */
