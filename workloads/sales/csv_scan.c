@@ -309,8 +309,7 @@ static inline int64_t local_product(struct scratch *t, struct part *pt,
 	int direct = r->pid != 0 && r->pid < DIRECT_IDS;
 	int64_t idx;
 
-	/* the common case, laid out as the fall-through (as the compiler
-	 * did when ptable_index() was in this file) */
+	/* the common case (a small id, seen before): the fall-through */
 	if (__builtin_expect(direct && t->prod_at[r->pid] != NONE, 1))
 		return t->prod_at[r->pid];
 	idx = add ? ptable_index(&pt->prod, r->pid, r->name, r->len, 1)
