@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# CLI tests of the sales CSV loader (workloads/sales/csv.c), which reads a
+# CLI tests of the sales CSV loader (workloads/sales/csv_*.c), which reads a
 # file in fixed parts on the setup threads: the same stdout and reports at
 # every -j and in every mode, whatever the part size, from a file or a
 # pipe; and the first bad line in file order, with the same message and

@@ -1,8 +1,8 @@
 /*
  * fuzz_csv.c - libFuzzer harness for the sales CSV reader
- * (workloads/sales/csv.c): cowrun_workload_sales.setup() with --input naming a
- * file that holds the fuzz input, then ntasks(), every task_name() and
- * teardown(), as the runner calls them before any task runs.
+ * (workloads/sales/csv_*.c): cowrun_workload_sales.setup() with --input
+ * naming a file that holds the fuzz input, then ntasks(), every task_name()
+ * and teardown(), as the runner calls them before any task runs.
  *
  * The file is a memfd opened by its /proc/self/fd path.  Checks, besides
  * memory errors and undefined behaviour: setup either fails (after its one
@@ -64,7 +64,7 @@ static uint64_t setup_once(char **argv, size_t lines)
 	return h | 1;
 }
 
-/* The loader reads a file in parts (csv.c): one part, and parts of 7
+/* The loader reads a file in parts (csv_load.c): one part, and parts of 7
  * bytes (COWRUN_SALES_CSV_PART), must agree on the outcome. */
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

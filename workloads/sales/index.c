@@ -1,6 +1,7 @@
 /*
  * index.c - what every sales state has, whichever loader built its rows:
- * the calendar and the merge accumulator.
+ * the calendar and the merge accumulator; and freeing the tables a loader
+ * built, which a loader that fails and the teardown both do.
  */
 #include "sales.h"
 
@@ -50,4 +51,21 @@ int index_acc(struct sales *s)
 	s->acc->result = calloc(s->nstores, sizeof *s->acc->result);
 	s->acc->merged = calloc(s->nstores, 1);
 	return s->acc->result && s->acc->merged ? 0 : -1;
+}
+
+/* Frees the tables (NULL or half-built is fine) and forgets them. */
+void index_free_tables(struct sales *s)
+{
+	free(s->store_off);
+	free(s->store_id);
+	free(s->product);
+	free(s->names);
+	free(s->day);
+	free(s->month);
+	s->store_off = NULL;
+	s->store_id = NULL;
+	s->product = NULL;
+	s->names = NULL;
+	s->day = NULL;
+	s->month = NULL;
 }

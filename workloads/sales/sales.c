@@ -1,7 +1,7 @@
 /*
  * sales.c - the nightly sales-report workload.
  *
- * Setup (parent, once) reads a CSV of transactions (csv.c) or generates a
+ * Setup (parent, once) reads a CSV of transactions (csv_*.c) or generates a
  * deterministic synthetic data set (generate.c), on the setup threads,
  * straight into the read-only indexes every report needs: the transactions
  * grouped by store (one array plus offsets), the product catalogue and the
@@ -52,29 +52,13 @@ static const struct cowrun_option sales_options[] = {
 /* ---- setup and teardown (parent) ---------------------------------------- */
 
 /* Frees everything setup built (NULL or half-built is fine). */
-void sales_free_tables(struct sales *s)
-{
-	free(s->store_off);
-	free(s->store_id);
-	free(s->product);
-	free(s->names);
-	free(s->day);
-	free(s->month);
-	s->store_off = NULL;
-	s->store_id = NULL;
-	s->product = NULL;
-	s->names = NULL;
-	s->day = NULL;
-	s->month = NULL;
-}
-
-void sales_teardown(void *state)
+static void sales_teardown(void *state)
 {
 	struct sales *s = state;
 
 	if (s == NULL)
 		return;
-	sales_free_tables(s);
+	index_free_tables(s);
 	free(s->context);
 	if (s->acc) {
 		free(s->acc->result);

@@ -137,7 +137,7 @@ uint64_t mix64(uint64_t x);
  * their final place, on the setup threads (cowrun_parallel()); output is
  * the same at every thread count.  Return 0, or -1 after one message. ---- */
 
-/* --input (csv.c): also sets s->input_hash. */
+/* --input (csv_load.c, and the other csv_*.c): also sets s->input_hash. */
 int csv_load(const char *path, struct sales *s);
 /* Generated data (generate.c). */
 int generate_load(const struct sales_config *cfg, struct sales *s);
@@ -145,6 +145,10 @@ int generate_load(const struct sales_config *cfg, struct sales *s);
 int index_calendar(struct sales *s, uint32_t first, uint32_t last);
 /* The merge accumulator for s->nstores tasks (index.c).  0 or -1 (ENOMEM). */
 int index_acc(struct sales *s);
+/* Frees the tables a loader built (store_off, store_id, product, names,
+ * day, month; not the rows, which are the arena's) and sets them to NULL
+ * (index.c): what a failed load does, and the teardown. */
+void index_free_tables(struct sales *s);
 
 /* ---- merge without setup (context.c) ---- */
 
@@ -158,10 +162,5 @@ int context_load(struct sales *s, const void *bytes, size_t len);
 
 /* Worker: store k's report and totals (report.c). */
 int sales_run(const void *state, size_t k, struct cowrun_task *task);
-/* Frees the tables a loader built and forgets them (sales.c): what a
- * failed load leaves behind. */
-void sales_free_tables(struct sales *s);
-/* Frees everything setup built (sales.c). */
-void sales_teardown(void *state);
 
 #endif

@@ -1,0 +1,145 @@
+/*
+ * csv_loader.h - the CSV reader's private parts: the loader's state (the
+ * file, its parts and their tables, each thread's scratch), its errors,
+ * and what its files (workloads/sales/csv_*.c) call of each other.  Only
+ * they include it; the rest of the workload sees csv_load() (sales.h).
+ */
+#ifndef COWRUN_SALES_CSV_LOADER_H
+#define COWRUN_SALES_CSV_LOADER_H
+
+#include "csv_hash.h"
+
+#define PART_EXTRA  ((size_t)64 << 10)  /* read past a part for its last line */
+#define REVENUE_MAX (INT64_MAX / 1000)  /* the reports compute part * 1000 */
+#define PAD         16                  /* bytes after a buffer, for the fast path */
+#define DIRECT_IDS  65536               /* ids below this skip the hash maps */
+#define NONE        UINT32_MAX
+
+/* ---- the loader's state ----------------------------------------------- */
+
+enum err_kind { E_NONE, E_LINE, E_NOLINE, E_READ, E_CHANGED, E_NOMEM };
+
+struct csv_err {
+	enum err_kind kind;
+	size_t line;    /* E_LINE: line number within the part (1 = its first) */
+	int errnum;     /* E_READ */
+	char msg[224];  /* E_LINE, E_NOLINE: the text after "path:line: " */
+};
+
+/* One row as parsed; name points into the line (product id 0). */
+struct row {
+	uint32_t day, store, pid, qty, price;
+	const char *name;
+	size_t len;
+};
+
+/* One part: pass 1's tables, then pass 2's places.  Its memory is the
+ * loader's (csv_load.c frees it). */
+struct part {
+	uint64_t hash;        /* of the part's own bytes */
+	size_t lines, rows;
+	int64_t revenue;      /* stops growing once over REVENUE_MAX */
+	uint32_t first_day, last_day;
+	struct idmap stores;  /* store id -> local store */
+	uint32_t *sid;        /* local store -> id, first-appearance order */
+	size_t *count;        /* rows per local store (pass 2 counts down) */
+	size_t nstores, scap;
+	size_t *place;        /* local store -> next row index (pass 2) */
+	struct ptable prod;   /* local products, first-appearance order */
+	uint32_t *pmap;       /* local product -> catalogue index */
+	struct csv_err err;
+};
+
+/* Per-thread scratch: the part's bytes, a copy of a bad line, a date memo,
+ * and the current part's local index of each small store and product id
+ * (NONE: not seen yet; reset after each part): most CSVs number their
+ * stores and products from 1, and an array beats a hash map per row.
+ * Its memory is the loader's. */
+struct scratch {
+	char *buf, *line;
+	size_t cap, line_cap;
+	char date[10];
+	uint32_t day;
+	uint32_t *store_at, *prod_at;  /* DIRECT_IDS each */
+};
+
+struct loader {
+	const char *path;
+	int fd;
+	char *mem;            /* a pipe's or device's whole input, else NULL */
+	size_t size, part_size, nparts;
+	struct part *part;
+	struct scratch *tmp;  /* cowrun_setup_threads() of them */
+	struct sales *s;
+	uint32_t first_day;   /* of the whole file: calendar index 0 */
+	int64_t prefix;       /* overflow search: revenue before the part */
+	size_t bad_line;
+};
+
+/* A part's bytes: buf[0] is file offset off; lines start in [pos, stop).
+ * buf is the thread's scratch (or the loader's mem): the view owns none. */
+struct view {
+	struct loader *L;
+	struct scratch *tmp;
+	const char *buf;
+	size_t off, len, pos, stop;
+};
+
+/* ---- errors (csv_err.c): a thread records, the caller prints ---------- */
+
+/* Record e's error, E_LINE (line within the part) or E_NOLINE; -1. */
+int __attribute__((format(printf, 4, 5)))
+csv_fail(struct csv_err *e, enum err_kind kind, size_t line,
+	 const char *fmt, ...);
+/* Record e's error, E_READ (errnum), E_CHANGED or E_NOMEM; -1. */
+int csv_fail_io(struct csv_err *e, enum err_kind kind, int errnum);
+/* One line on stderr for e; base: lines in the file before e's part. */
+void csv_print_err(const struct loader *L, const struct csv_err *e,
+		   size_t base);
+
+/* ---- the input (csv_input.c) ------------------------------------------ */
+
+/* Open L->path into L->fd and set L->size; a pipe or device (or an empty
+ * regular file, maybe in /proc) is read whole into L->mem, PAD bytes of
+ * '\n' after it.  0, or -1 after a message.  loader_free closes and frees. */
+int csv_open_input(struct loader *L);
+/* The part size: PART_SIZE, or COWRUN_SALES_CSV_PART's bytes (tests). */
+size_t csv_part_size(void);
+/* Make the view hold its first n bytes (n <= size - off): read into the
+ * thread's scratch buffer, PAD bytes of '\n' after them (or point into
+ * L->mem).  0, or -1 after recording a read error in e. */
+int csv_view_fill(struct view *v, size_t n, struct csv_err *e);
+
+/* ---- the exact row parser (csv_row.c), for what the fast one declines -- */
+
+/* Parse line number lineno of a part (n bytes, no '\n'), with the
+ * sequential reader's every message.  Returns 1 (a row; its name points
+ * into t->line), 0 (blank) or -1 after recording the error in e. */
+int csv_row_exact(struct scratch *t, const char *line, size_t n,
+		  struct row *r, struct csv_err *e, size_t lineno);
+/* The file's first line is the header (a UTF-8 BOM allowed): 0 or -1. */
+int csv_header_check(struct scratch *t, const char *line, size_t n,
+		     struct csv_err *e);
+
+/* ---- the two passes (csv_scan.c), on the setup threads ---------------- */
+
+/* Pass 1: every part's tables.  cowrun_parallel()'s result: nonzero if
+ * any part failed (its error in part[i].err, or out of memory). */
+int csv_pass1(struct loader *L);
+/* After pass 1: print the first error in file order (a part's, or the
+ * line where the revenue grows too large) and return -1; else 0. */
+int csv_first_error(struct loader *L);
+/* Pass 2: every row to L->s->txn[part's place[]]; checks that each part
+ * is what pass 1 read.  Nonzero as csv_pass1(). */
+int csv_pass2(struct loader *L);
+
+/* ---- between the passes (csv_merge.c) --------------------------------- */
+
+/* Sets s->store_id (ascending), nstores, store_off (malloc'd; s owns
+ * them) and every part's place[] (the loader's).  0, or -1 (ENOMEM). */
+int csv_merge_stores(struct loader *L, struct sales *s);
+/* Sets s->product (sorted as index.c sorts), nproducts, names (s owns
+ * them) and every part's pmap[].  0, or -1 (ENOMEM). */
+int csv_merge_products(struct loader *L, struct sales *s);
+
+#endif
