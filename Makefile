@@ -39,8 +39,10 @@ DEB_BUNDLED = liblapacke-dev libopenblas-dev
 #     strace (how report files are written); a one-node Slurm of the test's
 #     own (tests/helpers/slurm-loopback: munged, slurmctld, slurmd and the
 #     clients, for cowrun-cluster --slurm)
+#     the metrics file read back by a real Prometheus text-format parser
+#     (python3-prometheus-client, for Debian's python3)
 DEB_TEST = libcmocka-dev bats openssh-server openssh-client strace \
-	slurmctld slurmd slurm-client munge
+	slurmctld slurmd slurm-client munge python3-prometheus-client
 #   the GNU Parallel modes (compare, cowrun-cluster); plots (gnuplot, and
 #   the DejaVu font they name); benchmarks (hyperfine; GNU time for peak
 #   RSS); the man page (help2man)

@@ -60,6 +60,11 @@ static void usage(FILE *out)
 "      --no-huge-pages give the setup arena 4 KiB pages (to compare fork cost)\n"
 "      --no-freeze     leave the setup arena writable after setup\n"
 "      --stats FILE    one CSV row per worker: fork time, faults, Pss, copied memory\n"
+"      --metrics FILE  the run's figures in Prometheus text format (for the node\n"
+"                      exporter's textfile collector), written whole at the end\n"
+"                      and every 30 s while the run goes on\n"
+"      --log-time      begin each of the runner's stderr lines with an ISO 8601\n"
+"                      time (UTC) and the run id (run=...), as the metrics name it\n"
 "      --workload FILE run an out-of-tree workload, a shared object built\n"
 "                      against cowrun.h, instead of a WORKLOAD name: the\n"
 "                      last runner option; what follows is the workload's\n"
@@ -130,6 +135,8 @@ static int parse_cli(int argc, char **argv, struct run_config *cfg)
 		{ "no-huge-pages", no_argument, NULL, 'N' },
 		{ "no-freeze", no_argument, NULL, 'Z' },
 		{ "stats", required_argument, NULL, 'P' },
+		{ "metrics", required_argument, NULL, 'X' },
+		{ "log-time", no_argument, NULL, 'G' },
 		{ "workload", required_argument, NULL, 'W' },
 		{ "list", no_argument, NULL, 'l' },
 		{ "check-args", no_argument, NULL, 'A' },
@@ -154,6 +161,7 @@ static int parse_cli(int argc, char **argv, struct run_config *cfg)
 		case 'h': usage(stdout); return -1;
 		case 'V': cfg->show_version = 1; break;
 		case 'A': cfg->check_args = 1; break;
+		case 'G': cfg->log_time = 1; break;
 		case ':':
 			warnx_("option '%s' needs a value", argv[optind - 1]);
 			return EXIT_USAGE;

@@ -14,8 +14,16 @@ void progress_init(struct progress *p, int mode, size_t total)
 {
 	p->enabled = mode == 2 || (mode == 1 && isatty(STDERR_FILENO));
 	p->total = total;
-	p->started_ns = p->drawn_ns = now_ns();
+	p->started_ns = p->drawn_ns = p->ticked_ns = now_ns();
 	p->drawn = 0;
+}
+
+void progress_set_tick(struct progress *p, void (*tick)(void *), void *ctx, uint64_t every_ns)
+{
+	p->tick = tick;
+	p->tick_ctx = ctx;
+	p->tick_ns = every_ns;
+	p->ticked_ns = now_ns();
 }
 
 static void draw(struct progress *p, size_t done, size_t failed)
@@ -42,8 +50,14 @@ static void draw(struct progress *p, size_t done, size_t failed)
 
 void progress_update(struct progress *p, size_t done, size_t failed, int force)
 {
-	if (p->enabled && (force || now_ns() - p->drawn_ns >= REDRAW_NS))
+	uint64_t now = now_ns();
+
+	if (p->enabled && (force || now - p->drawn_ns >= REDRAW_NS))
 		draw(p, done, failed);
+	if (p->tick && now - p->ticked_ns >= p->tick_ns) {
+		p->ticked_ns = now;
+		p->tick(p->tick_ctx);
+	}
 }
 
 void progress_finish(struct progress *p, size_t done, size_t failed)

@@ -188,12 +188,21 @@ static void remove_leftovers(const struct batch *b, pid_t child)
 			unlink(area->temps[i]);
 }
 
+/* Whether the last watched child finished its run. */
+static int child_finished;
+
+int watchdog_child_finished(void)
+{
+	return child_finished;
+}
+
 /* The parent's whole part.  Returns the exit status. */
 static int watch(const struct batch *b, pid_t child, int fd)
 {
 	int got_token = wait_for_token(child, fd);
 	int status = reap(child);
 
+	child_finished = got_token && WIFEXITED(status);
 	close(fd);
 	if (got_token && WIFEXITED(status))
 		return WEXITSTATUS(status);

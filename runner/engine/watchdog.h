@@ -49,4 +49,8 @@ void watchdog_note_temp(const char *path);
  * status).  No-op when not watched. */
 void watchdog_done(void);
 
+/* In the parent, after watchdog_start() returned 1: did the child finish
+ * the run (1), or did the run end with it (0: a task ended the process)? */
+int watchdog_child_finished(void);
+
 #endif

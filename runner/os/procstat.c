@@ -70,6 +70,19 @@ size_t procstat_rss_bytes(void)
 	return (size_t)resident * (size_t)sysconf(_SC_PAGESIZE);
 }
 
+size_t procstat_peak_rss_bytes(void)
+{
+	char text[4096];
+	unsigned long kb = 0;
+
+	if (read_text("/proc/self/status", text, sizeof text) < 0)
+		return 0;
+	const char *at = strstr(text, "\nVmHWM:");
+	if (at == NULL || sscanf(at + 7, " %lu", &kb) != 1)
+		return 0;
+	return (size_t)kb * 1024;
+}
+
 size_t procstat_threads(void)
 {
 	DIR *dir = opendir("/proc/self/task");

@@ -34,6 +34,10 @@ void procstat_measure(struct worker_stats *s, int with_memory);
 /* Resident memory of this process (from /proc/self/statm), in bytes. */
 size_t procstat_rss_bytes(void);
 
+/* The peak resident memory of this process so far (VmHWM in
+ * /proc/self/status), in bytes; 0 if it cannot be read. */
+size_t procstat_peak_rss_bytes(void);
+
 /* Threads of this process now (entries of /proc/self/task), or 0 if it
  * cannot be read.  The runner forks with one: a thread left running in
  * the parent (a BLAS pool, OpenMP) would be missing in every worker. */

@@ -97,6 +97,27 @@ static void shorten_message(char *line)
 	}
 }
 
+/* --log-time: the run id on every line; "" off. */
+static char log_run_id[64];
+
+void warnx_log_time(const char *run_id)
+{
+	snprintf(log_run_id, sizeof log_run_id, "%s", run_id);
+}
+
+/* Now, as "2026-11-24T06:15:00.123Z", in buf. */
+static const char *iso_now(char *buf, size_t size)
+{
+	struct timespec ts;
+	struct tm tm;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	gmtime_r(&ts.tv_sec, &tm);
+	size_t n = strftime(buf, size, "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(buf + n, size - n, ".%03ldZ", ts.tv_nsec / 1000000);
+	return buf;
+}
+
 void warnx_(const char *fmt, ...)
 {
 	char *line = NULL;
@@ -116,7 +137,13 @@ void warnx_(const char *fmt, ...)
 		if (*c < 0x20 || *c == 0x7f)
 			*c = '?';
 	/* One fprintf, so lines from several processes do not interleave. */
-	fprintf(stderr, "%s: %s\n", progname, line);
+	if (log_run_id[0]) {
+		char when[40];
+		fprintf(stderr, "%s run=%s %s: %s\n", iso_now(when, sizeof when), log_run_id,
+			progname, line);
+	} else {
+		fprintf(stderr, "%s: %s\n", progname, line);
+	}
 	free(line);
 }
 

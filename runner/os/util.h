@@ -17,6 +17,11 @@ extern const char *progname;
  * quotes ('...') shortened in their middle, never its reason. */
 void warnx_(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* From now on, begin each warnx_() line with the time, ISO 8601 in UTC
+ * to the millisecond, and "run=RUN_ID" (copied):
+ * "2026-11-24T06:15:00.123Z run=20261124T061500Z-1a2b3c4d cowrun: ...". */
+void warnx_log_time(const char *run_id);
+
 /* Write all `len` bytes to fd, retrying short writes and EINTR.
  * Returns 0, or -1 with errno set. */
 int write_all(int fd, const void *buf, size_t len);

@@ -31,9 +31,10 @@ static int parse_mode(const char *text, enum mode *mode)
  * be silently dropped, so it is an error.  Returns 0 or EXIT_USAGE. */
 static int refuse_repeat(int key, struct run_config *cfg)
 {
-	static const char once[] = "TSRLJPW";
+	static const char once[] = "TSRLJPWX";
 	static const char *const names[] = { "--tasks", "--shard", "--save-results",
-					     "--timeline", "--joblog", "--stats", "--workload" };
+					     "--timeline", "--joblog", "--stats", "--workload",
+					     "--metrics" };
 	const char *at = strchr(once, key);
 
 	if (key == 0 || at == NULL)
@@ -109,7 +110,7 @@ int run_config_set(struct run_config *cfg, int key, const char *arg)
 	if (arg[0] == '\0') {
 		warnx_("%s: empty file name", key == 'o' ? "--outdir" : key == 'R' ? "--save-results" :
 		       key == 'J' ? "--joblog" : key == 'P' ? "--stats" : key == 'W' ? "--workload" :
-		       "--timeline");
+		       key == 'X' ? "--metrics" : "--timeline");
 		return EXIT_USAGE;
 	}
 	switch (key) {
@@ -118,6 +119,7 @@ int run_config_set(struct run_config *cfg, int key, const char *arg)
 	case 'L': cfg->timeline_path = arg; break;
 	case 'J': cfg->joblog_path = arg; break;
 	case 'P': cfg->stats_path = arg; break;
+	case 'X': cfg->metrics_path = arg; break;
 	case 'W': cfg->plugin_path = arg; break;
 	}
 	return 0;

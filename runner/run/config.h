@@ -49,6 +49,8 @@ struct run_config {
 	int bar;                  /* 0 off, 1 on a terminal, 2 always */
 	int no_huge_pages, no_freeze;
 	const char *stats_path;   /* --stats */
+	const char *metrics_path; /* --metrics: Prometheus text format */
+	int log_time;             /* --log-time: time stamps and the run id on stderr */
 	const char *plugin_path;  /* --workload FILE.so */
 	unsigned seen;            /* options that may be given once */
 	const struct cowrun_workload *workload;
@@ -64,7 +66,7 @@ void run_config_init(struct run_config *cfg);
  * command line's getopt table has it ('j' -j, 'm' --mode, 'o' --outdir,
  * 'T' --tasks, 'S' --shard, 'R' --save-results, 'M' --merge, 'L'
  * --timeline, 'J' --joblog, 'y' --retries, 'H' --halt, 't' --timeout, 'B'
- * --bar, 'P' --stats, 'W' --workload), checking the value.  An option
+ * --bar, 'P' --stats, 'X' --metrics, 'W' --workload), checking the value.  An option
  * that names a file or a selection may be given once.  Returns 0, or
  * EXIT_USAGE after a one-line message naming the option.  The config
  * keeps pointers to `arg`, which the caller keeps alive.

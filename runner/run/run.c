@@ -6,6 +6,7 @@
 #define _GNU_SOURCE
 #include "run.h"
 #include "merge.h"
+#include "metrics.h"
 #include "outdir.h"
 #include "resume.h"
 #include "engine/omprun.h"
@@ -31,6 +32,54 @@
 /* Standard output was closed when cowrun started (/dev/null holds its
  * place): the summary has nowhere to go. */
 static int stdout_closed;
+
+/* --metrics: the figures, gathered as the run goes. */
+static struct {
+	const char *path;
+	struct run_metrics m;
+	const struct batch *b;   /* the batch whose counts go in, once it runs */
+	int final_written;
+	double every_s;          /* METRICS_EVERY_S, or COWRUN_METRICS_EVERY_S */
+} metrics;
+
+/* The task counts of metrics.b into metrics.m. */
+static void metrics_take_counts(void)
+{
+	const struct batch *b = metrics.b;
+	size_t retries = 0;
+
+	metrics.m.counts_known = 1;
+	metrics.m.tasks = batch_count(b);
+	metrics.m.succeeded = b->succeeded;
+	metrics.m.failed = b->failed;
+	for (size_t k = 0; b->attempts && k < b->ntasks; k++)
+		retries += b->attempts[k] > 1 ? b->attempts[k] - 1 : 0;
+	metrics.m.retries = retries;
+}
+
+/* Every METRICS_EVERY_S of a long task phase: the figures so far. */
+static void metrics_tick(void *ctx)
+{
+	(void)ctx;
+	metrics_take_counts();
+	metrics.m.running = 1;
+	metrics_write(metrics.path, &metrics.m);
+}
+
+/* The run ended with `status`: the last figures, once (by the process
+ * that ran the tasks, when it can).  Returns 0 or -1 after a message. */
+static int metrics_final(int status)
+{
+	if (metrics.path == NULL || metrics.final_written)
+		return 0;
+	if (metrics.b && metrics.b->attempts)
+		metrics_take_counts();
+	metrics.m.running = 0;
+	metrics.m.exit_status = status;
+	metrics.m.end_epoch = epoch_seconds();
+	metrics.final_written = 1;
+	return metrics_write(metrics.path, &metrics.m);
+}
 
 void run_note_stdout_closed(int closed)
 {
@@ -72,8 +121,13 @@ static int report_worker_memory(const struct run_config *cfg, struct sidefiles *
 	uint64_t private_kb = 0, pss_kb = 0;
 
 	for (size_t i = 0; i < st->nper_worker; i++) {
-		private_kb += st->per_worker[i].private_dirty_kb;
-		pss_kb += st->per_worker[i].pss_kb;
+		const struct worker_stats *w = &st->per_worker[i];
+		private_kb += w->private_dirty_kb;
+		pss_kb += w->pss_kb;
+		if (w->pss_kb * 1024 > metrics.m.worker_pss_max_bytes)
+			metrics.m.worker_pss_max_bytes = w->pss_kb * 1024;
+		if (w->private_dirty_kb * 1024 > metrics.m.worker_private_max_bytes)
+			metrics.m.worker_private_max_bytes = w->private_dirty_kb * 1024;
 	}
 	if (cfg->verbose && st->nper_worker > 0) {
 		double copied = (double)private_kb / (double)st->nper_worker * 1024.0;
@@ -93,6 +147,7 @@ static int run_tasks(const struct run_config *cfg, struct batch *b, struct sidef
 	struct pool_stats stats;
 	size_t count = batch_count(b);
 
+	metrics.m.workers = cfg->mode == MODE_SERIAL || count == 0 ? 1 : choose_workers(cfg, count);
 	if (cfg->mode == MODE_SERIAL || count == 0) {
 		if (cfg->verbose)
 			warnx_("serial: %zu tasks in this process, threads %zu", count,
@@ -107,7 +162,7 @@ static int run_tasks(const struct run_config *cfg, struct batch *b, struct sidef
 	}
 	/* A worker's Pss costs milliseconds to read: only when it is shown. */
 	struct pool_options opt = { (uint64_t)(cfg->timeout_s * 1e9), !cfg->no_freeze,
-				    cfg->verbose || cfg->stats_path };
+				    cfg->verbose || cfg->stats_path || cfg->metrics_path };
 	size_t setup_bytes = arena_used(setup_arena());
 	if (setup_bytes == 0)
 		setup_bytes = procstat_rss_bytes();
@@ -206,6 +261,10 @@ static int execute_here(const struct run_config *cfg, struct batch *b, struct si
 		return EXIT_RUNNER_ERROR;
 	}
 	progress_init(&b->progress, cfg->bar, batch_count(b));
+	if (metrics.path) {
+		metrics.b = b;
+		progress_set_tick(&b->progress, metrics_tick, NULL, (uint64_t)(metrics.every_s * 1e9));
+	}
 	int saved_stdout = taskout_begin();
 	b->started_ns = now_ns();
 	int failed = run_tasks(cfg, b, files) != 0;
@@ -236,12 +295,17 @@ static int execute(const struct run_config *cfg, struct batch *b, struct sidefil
 		size_t count = batch_count(b);
 		size_t slots = cfg->mode == MODE_OMP && count ? choose_workers(cfg, count) : 1;
 		if (watchdog_start(b, slots, !cfg->no_freeze, &status) != 0) {
-			/* The watching parent: the child's status and files. */
+			/* The watching parent: the child's status and files; its
+			 * metrics too, unless it died before it could write them. */
 			sidefiles_hand_over(files);
+			metrics.final_written = watchdog_child_finished();
+			metrics.b = NULL;
 			return status;
 		}
 	}
 	status = execute_here(cfg, b, files, identity, journal_keep, resume);
+	if (metrics_final(status) != 0 && status == 0)
+		status = EXIT_RUNNER_ERROR;
 	watchdog_done();
 	return status;
 }
@@ -361,6 +425,8 @@ int run_setup(const struct run_config *cfg, struct batch *b, uint64_t *t0)
 		return -1;
 	b->ntasks = cfg->workload->ntasks(b->state);
 	uint64_t t1 = now_ns();
+	metrics.m.setup_s = (double)(t1 - *t0) / 1e9;
+	metrics.m.setup_peak_rss_bytes = procstat_peak_rss_bytes();
 	if (!cfg->no_freeze && setup_arena_freeze() != 0)
 		return -1;
 	if (cfg->verbose) {
@@ -380,27 +446,55 @@ static int setup_and_run(const struct run_config *cfg, struct sidefiles *files)
 	struct batch b = { 0 };
 	uint64_t t0;
 	int rc = EXIT_USAGE;
+	int set_up = run_setup(cfg, &b, &t0) == 0;
 
-	if (run_setup(cfg, &b, &t0) != 0)
-		goto out;
-	rc = run_batch(cfg, &b, files);
-	if (cfg->verbose && b.ended_ns)
-		warnx_("%s: tasks %.3f s, merge and summary %.3f s, total %.3f s", b.workload->name,
-		       (b.ended_ns - b.started_ns) / 1e9, (now_ns() - b.ended_ns) / 1e9,
-		       (now_ns() - t0) / 1e9);
-	batch_free(&b);
-	if (cfg->workload->teardown)
-		cfg->workload->teardown(b.state);
-out:
+	if (set_up) {
+		metrics.b = &b;
+		rc = run_batch(cfg, &b, files);
+		if (cfg->verbose && b.ended_ns)
+			warnx_("%s: tasks %.3f s, merge and summary %.3f s, total %.3f s",
+			       b.workload->name, (b.ended_ns - b.started_ns) / 1e9,
+			       (now_ns() - b.ended_ns) / 1e9, (now_ns() - t0) / 1e9);
+	}
+	if (metrics_final(rc) != 0 && rc == 0)
+		rc = EXIT_RUNNER_ERROR;
+	metrics.b = NULL;
+	if (set_up) {
+		batch_free(&b);
+		if (cfg->workload->teardown)
+			cfg->workload->teardown(b.state);
+	}
 	/* The joblog's lock, held since before the setup, goes last. */
 	sidefiles_close(files, &b, 0);
 	setup_arena_destroy();
 	return rc;
 }
 
+/* The run's id, time stamps on stderr (--log-time), the metrics' start. */
+static void start_run_record(const struct run_config *cfg)
+{
+	static char run_id[40];
+
+	metrics.m.start_epoch = epoch_seconds();
+	metrics_run_id(run_id, sizeof run_id, metrics.m.start_epoch);
+	if (cfg->log_time)
+		warnx_log_time(run_id);
+	metrics.path = cfg->metrics_path;
+	metrics.m.run_id = run_id;
+	metrics.m.workload = cfg->workload->name;
+	metrics.m.version = COWRUN_VERSION;
+	metrics.m.exit_status = -1;
+	metrics.m.running = 1;
+	const char *every = getenv("COWRUN_METRICS_EVERY_S");
+	metrics.every_s = every && parse_double(every, 0.01, 86400, &metrics.every_s) == 0
+		? metrics.every_s : METRICS_EVERY_S;
+}
+
 int run_direct(const struct run_config *cfg)
 {
 	struct sidefiles files;
+
+	start_run_record(cfg);
 
 	/* Past a file size limit, let write() fail with EFBIG, so the task
 	 * fails with a message naming the file instead of dying. */
@@ -419,5 +513,12 @@ int run_direct(const struct run_config *cfg)
 	if (check_side_files(cfg, &files) != 0 ||
 	    sidefiles_lock(&files, cfg->resume ? cfg->workload->name : NULL) != 0)
 		return EXIT_USAGE;
+	/* The metrics say the run started, and a bad --metrics path is
+	 * found before the setup. */
+	if (metrics.path && metrics_write(metrics.path, &metrics.m) != 0) {
+		struct batch none = { 0 };
+		sidefiles_close(&files, &none, 0);
+		return EXIT_USAGE;
+	}
 	return setup_and_run(cfg, &files);
 }

@@ -97,6 +97,7 @@ static int check_served(const struct run_config *cfg)
 		cfg->nmerge ? "--merge" : cfg->save_path ? "--save-results" :
 		cfg->timeline_path ? "--timeline" : cfg->joblog_path ? "--joblog" :
 		cfg->resume ? "--resume" : cfg->stats_path ? "--stats" :
+		cfg->metrics_path ? "--metrics" :
 		cfg->check_args ? "--check-args" : NULL;
 
 	if (bad == NULL)
