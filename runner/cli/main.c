@@ -56,6 +56,11 @@ static void usage(FILE *out)
 "                      now,fail=P%%, soon,success=N (now kills running tasks,\n"
 "                      soon lets them finish)\n"
 "      --timeout SECS  fail a task running longer (SIGTERM, SIGKILL 2 s later)\n"
+"      --memfree SIZE  hand out no task while less memory than SIZE is\n"
+"                      available (MemAvailable, cgroup limits); below half\n"
+"                      of it, kill the worker that started its task last and\n"
+"                      run that task again (no retry spent; never the last\n"
+"                      worker); SIZE like 2G (1024s) or 2g (1000s)\n"
 "      --bar[=always]  progress line on stderr (only on a terminal unless always)\n"
 "      --no-huge-pages give the setup arena 4 KiB pages (to compare fork cost)\n"
 "      --no-freeze     leave the setup arena writable after setup\n"
@@ -131,6 +136,7 @@ static int parse_cli(int argc, char **argv, struct run_config *cfg)
 		{ "retries", required_argument, NULL, 'y' },
 		{ "halt", required_argument, NULL, 'H' },
 		{ "timeout", required_argument, NULL, 't' },
+		{ "memfree", required_argument, NULL, 'K' },
 		{ "bar", optional_argument, NULL, 'B' },
 		{ "no-huge-pages", no_argument, NULL, 'N' },
 		{ "no-freeze", no_argument, NULL, 'Z' },

@@ -105,17 +105,23 @@ static void write_timeline(struct batch *b, const struct attempt *a, const char 
 }
 
 /* Every attempt goes to the joblog and the timeline. */
-static void record_attempt(struct batch *b, const struct attempt *a)
+static void log_attempt(struct batch *b, const struct attempt *a)
 {
 	char name[COWRUN_NAME_MAX];
 
-	b->attempts[a->task]++;
 	if (b->joblog == NULL && b->timeline == NULL)
 		return;
 	b->workload->task_name(b->state, a->task, name, sizeof name);
 	joblog_write(b->joblog, a, b->workload->name, name);
 	if (b->timeline)
 		write_timeline(b, a, name);
+}
+
+/* An attempt that counts against --retries, logged. */
+static void record_attempt(struct batch *b, const struct attempt *a)
+{
+	b->attempts[a->task]++;
+	log_attempt(b, a);
 }
 
 /* After a task is resolved: the progress line, and --halt. */
@@ -156,6 +162,15 @@ int batch_attempt_failed(struct batch *b, const struct attempt *a, const char *w
 	batch_failed(b, a->task, why);
 	after_resolution(b);
 	return 0;
+}
+
+void batch_attempt_requeued(struct batch *b, const struct attempt *a, const char *why)
+{
+	char name[COWRUN_NAME_MAX];
+
+	log_attempt(b, a);
+	b->workload->task_name(b->state, a->task, name, sizeof name);
+	warnx_("%s: task %zu (%s) %s; it runs again", b->workload->name, a->task, name, why);
 }
 
 int batch_stopping(struct batch *b)

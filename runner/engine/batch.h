@@ -126,6 +126,11 @@ int batch_attempt_ok(struct batch *b, const struct attempt *a, const void *recor
  */
 int batch_attempt_failed(struct batch *b, const struct attempt *a, const char *why);
 
+/* An attempt was cut short through no fault of its task (--memfree): it
+ * goes to the joblog and the timeline, `why` to stderr, and spends no
+ * retry; the caller runs the task again. */
+void batch_attempt_requeued(struct batch *b, const struct attempt *a, const char *why);
+
 /* Hand out no new task: --halt was met, or SIGINT/SIGTERM arrived.  The
  * first call that says so notes how many tasks were done by then. */
 int batch_stopping(struct batch *b);

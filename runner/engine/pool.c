@@ -12,8 +12,9 @@
  */
 #define _GNU_SOURCE
 #include "pool_internal.h"
-#include "os/signals.h"
 #include "task.h"
+#include "os/memavail.h"
+#include "os/signals.h"
 #include "os/util.h"
 
 #include <errno.h>
@@ -31,6 +32,14 @@
 #define MAX_WORKERS 4096
 #define KILL_GRACE_NS 2000000000u   /* SIGTERM, then SIGKILL this much later */
 #define BAR_REFRESH_MS 200
+#define MEMORY_LOOK_MS 100          /* --memfree: how often the parent looks */
+
+/* Bytes as whole MiB, for messages. */
+static char *format_mib(char *buf, size_t size, size_t bytes)
+{
+	snprintf(buf, size, "%.0f", (double)bytes / 1048576.0);
+	return buf;
+}
 
 size_t pool_max_workers(void)
 {
@@ -57,6 +66,7 @@ static int pool_init(struct pool *p, struct batch *b, size_t workers,
 	p->timeout_ns = opt->timeout_ns;
 	p->catch_frozen_writes = opt->catch_frozen_writes;
 	p->measure_memory = opt->measure_memory;
+	p->memfree = opt->memfree;
 	p->send_timing = b->joblog != NULL || b->timeline != NULL;
 	/* Each task is requeued at most once per attempt. */
 	p->requeue_cap = batch_count(b) * ((size_t)b->retries + 1) + workers;
@@ -267,6 +277,15 @@ static void settle_current_task(struct pool *p, size_t i, uint64_t k, int status
 		b->killed++; /* --halt now or a second signal: not finished, not failed */
 		return;
 	}
+	if (s->memfree_killed) {
+		char left[32];
+		dead_attempt(p, i, k, status, &a);
+		snprintf(why, sizeof why, "was killed by --memfree (%s MiB available)",
+			 format_mib(left, sizeof left, mem_available_bytes()));
+		batch_attempt_requeued(b, &a, why);
+		requeue_task(p, k);
+		return;
+	}
 	if (s->timed_out_task != NO_TASK && s->timed_out_task != k) {
 		requeue_task(p, k); /* caught by a kill meant for the task before */
 		return;
@@ -308,6 +327,8 @@ static void worker_ended(struct pool *p, size_t i, int status)
 		if (k != current && batch_pending(p->batch, k) && !p->retry_queued[k])
 			requeue_task(p, k);
 	}
+	if (s->memfree_killed)
+		p->memfree_killing = 0;
 	s->state = SLOT_DONE;
 	p->live--;
 }
@@ -509,6 +530,59 @@ static void apply_stopping(struct pool *p)
 	}
 }
 
+/* ---- --memfree ---- */
+
+/* The worker that started its current task last, if more than one runs
+ * a task (the last one never goes); -1 if none. */
+static long youngest_running(const struct pool *p)
+{
+	long youngest = -1;
+	size_t running = 0;
+	uint64_t latest = 0;
+
+	for (size_t i = 0; i < p->nworkers; i++) {
+		const struct worker_slot *s = &p->slots[i];
+		if (s->state != SLOT_BUSY || s->kill_at_ns ||
+		    atomic_load(&p->shared_slots[i].current) == NO_TASK)
+			continue;
+		running++;
+		uint64_t start = atomic_load(&p->shared_slots[i].current_start);
+		if (youngest < 0 || start >= latest) {
+			youngest = (long)i;
+			latest = start;
+		}
+	}
+	return running > 1 ? youngest : -1;
+}
+
+/* Below --memfree, hold the hand-out (the workers wait before claiming);
+ * below half of it, kill the youngest running task's worker, one at a
+ * time.  At most every MEMORY_LOOK_MS. */
+static void watch_memory(struct pool *p)
+{
+	uint64_t now = now_ns();
+	char have[32], want[32];
+
+	if (p->memfree == 0 || now - p->memory_seen_ns < MEMORY_LOOK_MS * 1000000ull)
+		return;
+	p->memory_seen_ns = now;
+	size_t avail = mem_available_bytes();
+	int hold = avail < p->memfree;
+	if (hold != atomic_load(&p->shared->hold)) {
+		atomic_store(&p->shared->hold, hold);
+		warnx_(hold ? "--memfree: %s MiB available, below %s MiB: no new task for now"
+			    : "--memfree: %s MiB available again (%s MiB wanted): tasks handed out",
+		       format_mib(have, sizeof have, avail), format_mib(want, sizeof want, p->memfree));
+	}
+	long young = avail < p->memfree / 2 && !p->memfree_killing ? youngest_running(p) : -1;
+	if (young < 0)
+		return;
+	p->slots[young].memfree_killed = 1;
+	p->slots[young].kill_at_ns = UINT64_MAX;   /* no other deadline applies */
+	p->memfree_killing = 1;
+	kill(p->slots[young].pid, SIGKILL);
+}
+
 /* ---- the loop ---- */
 
 /* Wait until a worker has something to say, a signal arrives or a deadline
@@ -520,6 +594,8 @@ static int wait_for_output(struct pool *p)
 
 	if (p->batch->progress.enabled && (timeout < 0 || timeout > BAR_REFRESH_MS))
 		timeout = BAR_REFRESH_MS;
+	if (p->memfree && (timeout < 0 || timeout > MEMORY_LOOK_MS))
+		timeout = MEMORY_LOOK_MS;
 	for (size_t i = 0; i < p->nworkers; i++) {
 		if (p->slots[i].state != SLOT_BUSY)
 			continue;
@@ -540,6 +616,7 @@ static int wait_for_output(struct pool *p)
 			return -1;
 	progress_update(&p->batch->progress, p->batch->succeeded + p->batch->failed,
 			p->batch->failed, 0);
+	watch_memory(p);
 	apply_stopping(p);
 	return 0;
 }
@@ -615,10 +692,13 @@ int pool_run(struct batch *b, size_t workers, const struct pool_options *opt,
 
 	memset(stats, 0, sizeof *stats);
 	stats->workers = workers;
-	if (pool_init(&p, b, workers, opt, stats) != 0)
+	if (pool_init(&p, b, workers, opt, stats) != 0) {
 		warnx_("cannot set up %zu workers: %s", workers, strerror(errno));
-	else if (start_workers(&p) == 0)
-		rc = run_loop(&p);
+	} else {
+		watch_memory(&p);   /* --memfree holds the hand-out from the start */
+		if (start_workers(&p) == 0)
+			rc = run_loop(&p);
+	}
 	if (rc != 0 && p.slots)
 		kill_all(&p);
 	pool_free(&p);

@@ -17,6 +17,7 @@ struct pool_options {
 	uint64_t timeout_ns;     /* --timeout per task; 0: none */
 	int catch_frozen_writes; /* the setup arena is frozen: name writers */
 	int measure_memory;      /* workers read their Pss (--stats, --verbose) */
+	size_t memfree;          /* --memfree SIZE in bytes; 0: off */
 };
 
 struct pool_stats {
@@ -36,6 +37,11 @@ struct pool_stats {
  * retry is queued if --retries allows), unfinished tasks it had claimed go
  * back to the queue, and a fresh worker is forked from this (pristine)
  * parent.  Stops early on --halt or SIGINT/SIGTERM (batch_stopping()).
+ * With opt->memfree: while the memory available (mem_available_bytes())
+ * is below it, no task is handed out; below half of it, the worker that
+ * started its task last is killed and that task requeued (never the only
+ * worker running one; it spends no --retries, and the joblog shows the
+ * killed attempt).
  * Returns 0 once every task is resolved (or the run stopped) and every
  * worker is reaped, or -1 on an error of the runner itself (pipe, fork,
  * memory) after killing and reaping all workers.

@@ -47,7 +47,12 @@ struct shared_area {
 	_Atomic uint64_t requeue_count;
 	/* Set by the parent: claim nothing more (--halt, SIGINT). */
 	_Atomic int stop;
+	/* Set by the parent while memory is short (--memfree): claim
+	 * nothing yet, look again every HOLD_POLL_MS. */
+	_Atomic int hold;
 };
+
+#define HOLD_POLL_MS 20
 
 enum slot_state { SLOT_FREE, SLOT_BUSY, SLOT_DONE };
 
@@ -63,6 +68,7 @@ struct worker_slot {
 	uint64_t timed_out_task;  /* task we sent SIGTERM for, or NO_TASK */
 	uint64_t kill_at_ns;      /* SIGKILL if still alive then; 0: no */
 	int stopped_by_us;        /* killed for --halt now or a second signal */
+	int memfree_killed;       /* killed for --memfree: its task is requeued */
 	uint64_t fork_ns;         /* how long its fork() took */
 };
 
@@ -86,6 +92,9 @@ struct pool {
 	uint64_t fork_started_ns; /* when the parent called fork() for it */
 	int catch_frozen_writes;  /* workers trap writes to the setup arena */
 	int measure_memory;       /* workers read their Pss at the end */
+	size_t memfree;           /* --memfree bytes; 0: off */
+	uint64_t memory_seen_ns;  /* when the parent last looked */
+	int memfree_killing;      /* a worker killed for --memfree not reaped yet */
 	struct pool_stats *stats;
 };
 

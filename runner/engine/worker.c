@@ -20,6 +20,7 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <time.h>
 #include <unistd.h>
 
 #define PIPE_BUFFER_BYTES (64 * 1024)
@@ -73,11 +74,24 @@ static int claim_requeued(struct pool *p, uint64_t *task)
 	return 0;
 }
 
+/* --memfree: while the parent holds back new tasks (too little memory
+ * available), wait; its results are already flushed.  The parent looks
+ * at the memory every HOLD_POLL_MS too. */
+static void wait_while_held(struct pool *p)
+{
+	const struct timespec pause = { 0, HOLD_POLL_MS * 1000000L };
+
+	while (atomic_load_explicit(&p->shared->hold, memory_order_relaxed) &&
+	       !atomic_load_explicit(&p->shared->stop, memory_order_relaxed))
+		nanosleep(&pause, NULL);
+}
+
 /* Claim work and publish the claim.  Returns 0 when nothing is left. */
 static int claim(struct pool *p, struct shared_slot *me, uint64_t want, struct claim *c)
 {
 	uint64_t count = batch_count(p->batch);
 
+	wait_while_held(p);
 	if (atomic_load_explicit(&p->shared->stop, memory_order_relaxed))
 		return 0;
 	c->requeued = claim_requeued(p, &c->first);

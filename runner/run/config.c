@@ -5,6 +5,7 @@
 #include "config.h"
 #include "os/util.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 void run_config_init(struct run_config *cfg)
@@ -45,6 +46,26 @@ static int refuse_repeat(int key, struct run_config *cfg)
 		return EXIT_USAGE;
 	}
 	cfg->seen |= bit;
+	return 0;
+}
+
+/* A size as GNU Parallel writes it: a number, then K, M, G, T (powers of
+ * 1024) or k, m, g, t (powers of 1000), or nothing (bytes).  Returns 0 or
+ * -1. */
+static int parse_size(const char *text, size_t *bytes)
+{
+	static const char units[] = "KMGTkmgt";
+	char *end;
+	double v = strtod(text, &end), mult = 1;
+	const char *u = *end ? strchr(units, *end) : NULL;
+
+	if (end == text || v < 0 || (*end && (u == NULL || end[1] != '\0')))
+		return -1;
+	for (long n = u ? u - units : 0, i = 0; u && i <= n % 4; i++)
+		mult *= n < 4 ? 1024.0 : 1000.0;
+	if (v * mult > 9e18)
+		return -1;
+	*bytes = (size_t)(v * mult);
 	return 0;
 }
 
@@ -92,6 +113,12 @@ int run_config_set(struct run_config *cfg, int key, const char *arg)
 			return 0;
 		warnx_("--timeout: bad value '%s': expected seconds, 0.001 or more", arg);
 		return EXIT_USAGE;
+	case 'K':
+		if (parse_size(arg, &cfg->memfree) == 0 && cfg->memfree > 0)
+			return 0;
+		warnx_("--memfree: bad size '%s': expected a number with K, M, G or T "
+		       "(1024s) or k, m, g, t (1000s)", arg);
+		return EXIT_USAGE;
 	case 'B':
 		if (arg == NULL || strcmp(arg, "always") == 0) {
 			cfg->bar = arg ? 2 : 1;
@@ -138,6 +165,10 @@ int run_config_check(const struct run_config *cfg)
 	}
 	if (cfg->nmerge > 0 && (cfg->joblog_path || cfg->resume)) {
 		warnx_("--merge runs no task: it cannot be combined with --joblog or --resume");
+		return EXIT_USAGE;
+	}
+	if (cfg->memfree > 0 && cfg->mode != MODE_FORK) {
+		warnx_("--memfree needs --mode fork: only a worker process can be held back or killed");
 		return EXIT_USAGE;
 	}
 	if (cfg->timeout_s > 0 && cfg->mode != MODE_FORK) {

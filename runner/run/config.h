@@ -46,6 +46,7 @@ struct run_config {
 	long long retries;
 	struct halt_policy halt;
 	double timeout_s;
+	size_t memfree;           /* --memfree bytes; 0: off */
 	int bar;                  /* 0 off, 1 on a terminal, 2 always */
 	int no_huge_pages, no_freeze;
 	const char *stats_path;   /* --stats */
@@ -66,7 +67,8 @@ void run_config_init(struct run_config *cfg);
  * command line's getopt table has it ('j' -j, 'm' --mode, 'o' --outdir,
  * 'T' --tasks, 'S' --shard, 'R' --save-results, 'M' --merge, 'L'
  * --timeline, 'J' --joblog, 'y' --retries, 'H' --halt, 't' --timeout, 'B'
- * --bar, 'P' --stats, 'X' --metrics, 'W' --workload), checking the value.  An option
+ * --bar, 'P' --stats, 'X' --metrics, 'K' --memfree, 'W' --workload),
+ * checking the value.  An option
  * that names a file or a selection may be given once.  Returns 0, or
  * EXIT_USAGE after a one-line message naming the option.  The config
  * keeps pointers to `arg`, which the caller keeps alive.

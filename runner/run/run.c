@@ -162,7 +162,8 @@ static int run_tasks(const struct run_config *cfg, struct batch *b, struct sidef
 	}
 	/* A worker's Pss costs milliseconds to read: only when it is shown. */
 	struct pool_options opt = { (uint64_t)(cfg->timeout_s * 1e9), !cfg->no_freeze,
-				    cfg->verbose || cfg->stats_path || cfg->metrics_path };
+				    cfg->verbose || cfg->stats_path || cfg->metrics_path,
+				    cfg->memfree };
 	size_t setup_bytes = arena_used(setup_arena());
 	if (setup_bytes == 0)
 		setup_bytes = procstat_rss_bytes();
