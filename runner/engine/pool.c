@@ -561,7 +561,6 @@ static long youngest_running(const struct pool *p)
 static void watch_memory(struct pool *p)
 {
 	uint64_t now = now_ns();
-	char have[32], want[32];
 
 	if (p->memfree == 0 || now - p->memory_seen_ns < MEMORY_LOOK_MS * 1000000ull)
 		return;
@@ -569,6 +568,7 @@ static void watch_memory(struct pool *p)
 	size_t avail = mem_available_bytes();
 	int hold = avail < p->memfree;
 	if (hold != atomic_load(&p->shared->hold)) {
+		char have[32], want[32];
 		atomic_store(&p->shared->hold, hold);
 		warnx_(hold ? "--memfree: %s MiB available, below %s MiB: no new task for now"
 			    : "--memfree: %s MiB available again (%s MiB wanted): tasks handed out",
