@@ -43,8 +43,9 @@ DEB_TEST = libcmocka-dev bats openssh-server openssh-client strace \
 	slurmctld slurmd slurm-client munge
 #   the GNU Parallel modes (compare, cowrun-cluster); plots (gnuplot, and
 #   the DejaVu font they name); benchmarks (hyperfine; GNU time for peak
-#   RSS); the man page (help2man)
-DEB_TOOLS = parallel gnuplot-nox fonts-dejavu-core hyperfine time help2man
+#   RSS; python3, its standard library only, for compare/advice's fit);
+#   the man page (help2man)
+DEB_TOOLS = parallel gnuplot-nox fonts-dejavu-core hyperfine time python3 help2man
 DEB_PACKAGES = $(DEB_BUILD) $(DEB_BUNDLED) $(DEB_TEST) $(DEB_TOOLS)
 
 # Built-in workloads are compiled into bin/cowrun (runner/registry.c lists
