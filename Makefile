@@ -2,8 +2,10 @@
 #   make            build bin/cowrun and the bundled workloads
 #   make deps       install missing Debian packages (as root; else print the command)
 #   make test       unit tests (cmocka) and CLI tests (bats), one summary line
-#   make demo       the nightly sales batch on built-in synthetic data, then a quick compare
+#   make demo       the nightly sales batch on built-in synthetic data, then compares of
+#                   sales and printer, each with its advice (-j, memory), and plots
 #   make bench      compare every mode on the built-in workloads (long), then plots;
+#                   compare/bench-advice alone: does following the advice pay;
 #                   compare/bench-setup alone: the serial part (setup, --merge)
 #   make plots      plots/out/ from the latest results/*.csv
 #   make mutants    plant known bugs one at a time; every one must fail a test
@@ -148,19 +150,30 @@ unit: $(UNIT_BIN) build/tests/reaper build/tests/mkframe
 test: deps all unit
 	@tests/run-all
 
-# The demo's quick compare: one repetition on small data (about a minute).
-DEMO_COMPARE = --jobs 1,2,4 --reps 1 --workload sales --out results/demo-sales.csv \
-	--timeline results/demo-sales-timeline.csv -- --rows 4000000 --stores 24
+# The demo's compares: three repetitions, shuffled, on small data, each
+# ending with its advice (results/demo-W-advice.txt): about 70 s on a quiet
+# 2-core machine.  sales runs fork, omp and GNU Parallel per shard (not per
+# task: that redoes the setup for every one of the 24 tasks); printer, whose
+# tasks wait on a simulated line printer (I/O-bound), shows a fitted advice
+# above the cores.
+DEMO_SALES = --jobs 1,2,4 --reps 3 --modes fork,omp,parallel-shard --workload sales \
+	--out results/demo-sales.csv --timeline results/demo-sales-timeline.csv \
+	-- --rows 4000000 --stores 24
+DEMO_PRINTER = --jobs 1,2,4,8,16,32 --reps 3 --modes fork --workload printer \
+	--out results/demo-printer.csv -- --regions 32 --lpm 120000
 
 demo: deps all
 	bin/cowrun --verbose sales
 	@echo "reports: $$(ls out | wc -l) files in out/ (e.g. out/$$(ls out | head -1))"
-	compare/compare $(DEMO_COMPARE)
-	plots/plot results/demo-sales.csv results/demo-sales-timeline.csv
+	compare/compare $(DEMO_SALES)
+	compare/compare $(DEMO_PRINTER)
+	plots/plot results/demo-sales.csv results/demo-sales-timeline.csv results/demo-printer.csv
 	@echo "demo: open these plots (an .svg beside each):"; \
-	for p in speedup wall efficiency memory timeline; do echo "  plots/out/demo-sales-$$p.png"; done; \
-	echo "  the fitted serial fraction: plots/out/demo-sales-speedup.txt"; \
-	echo "  and the runs themselves: results/demo-sales.csv"
+	for p in speedup phases wall efficiency memory cost timeline; do \
+		echo "  plots/out/demo-sales-$$p.png"; done; \
+	echo "  plots/out/demo-printer-speedup.png (I/O-bound: a fitted advice above the cores)"; \
+	echo "  the advice in full: results/demo-sales-advice.txt, results/demo-printer-advice.txt"; \
+	echo "  and the runs themselves: results/demo-sales.csv, results/demo-printer.csv"
 
 # Every mode on every built-in workload, 3 repetitions at -j 1,2,4: about
 # 50 minutes on 2 cores (parallel-task redoes sales' setup for each of 64 stores).
@@ -174,6 +187,8 @@ BENCH_SELFTEST_ARGS ?= --tasks 200 --work-us 20000
 bench: deps all
 	compare/bench-lean
 	compare/bench-setup
+	compare/bench-advice
+	compare/bench-advice --workload printer --jobs 1,2,4,8,16,32 -- --regions 32 --lpm 120000
 	$(BENCH) --workload sales --timeline results/sales-timeline.csv
 	$(BENCH) --workload average
 	$(BENCH) --workload selftest -- $(BENCH_SELFTEST_ARGS)

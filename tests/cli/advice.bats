@@ -193,7 +193,7 @@ within() {
 	# the title: the workload's name, not its path; the busy runs
 	for p in speedup wall efficiency cost phases memory; do
 		grep -qF "mine: 16 cores" "$BATS_TEST_TMPDIR/p/libmine-$p.svg" || { echo "$p: no name" >&2; return 1; }
-		! grep -qF "libmine.so" "$BATS_TEST_TMPDIR/p/libmine-$p.svg"
+		! grep -qF "libmine.so" "$BATS_TEST_TMPDIR/p/libmine-$p.svg" || return 1
 		grep -qF "BUSY MACHINE: 3 of many runs had other processes using > 10% of the CPUs" \
 			"$BATS_TEST_TMPDIR/p/libmine-$p.svg" || { echo "$p: no busy line" >&2; return 1; }
 	done
@@ -237,7 +237,7 @@ within() {
 	grep -v '^#' "$tl" >"$BATS_TEST_TMPDIR/bare-timeline.csv"
 	run --separate-stderr "$PLOT" --out "$BATS_TEST_TMPDIR/p" "$BATS_TEST_TMPDIR/bare-timeline.csv"
 	[ "$status" -eq 0 ]
-	! grep -qF ">parent<" "$BATS_TEST_TMPDIR/p/bare-timeline.svg"
+	! grep -qF ">parent<" "$BATS_TEST_TMPDIR/p/bare-timeline.svg" || return 1
 	grep -qF "no setup or merge times in this file" "$BATS_TEST_TMPDIR/p/bare-timeline.svg"
 }
 
@@ -253,4 +253,19 @@ within() {
 	# advice reads the budget back from the CSV; --mem-budget overrides it
 	run --separate-stderr "$ADVICE" --mem-budget 100% "$csv"
 	[[ "$output" == *"100% of the memory available ("* ]]
+}
+
+@test "compare/bench-advice checks the advice on fresh runs: advised -j, its neighbours, the loss" {
+	run --separate-stderr "$REAPER" "$ROOT/compare/bench-advice" --workload selftest --jobs 1,2 \
+		--reps 1 --out "$BATS_TEST_TMPDIR" -- --tasks 4 --sleep-ms 20
+	[ "$status" -eq 0 ] || { echo "exit $status: $stderr" >&2; return 1; }
+	assert_no_leftovers
+	adv=$(sed -n 's/^recommended_jobs: //p' "$BATS_TEST_TMPDIR/bench-advice-selftest-advice.txt")
+	[[ $adv =~ ^[12]$ ]]
+	# the check ran the advised count and its neighbours, fresh
+	check=$BATS_TEST_TMPDIR/bench-advice-selftest-check.csv
+	grep -qx "# jobs: $(printf '%s\n' 1 2 "$adv" $((adv + 1)) | sort -n -u | paste -s -d' ' -)" "$check"
+	[[ "$output" == *$'\n'"$(printf '%6d' "$adv") "*"<- advised"* ]]
+	[[ "$output" == *"following the advice (-j $adv) lost "*"% against the best count of the check (-j "* ]]
+	[[ "$output" =~ (under 5%: the advice holds|5% or more: the advice did NOT hold) ]]
 }

@@ -247,7 +247,7 @@ rows() {
 		"no fit: " "2 cores" "ideal: min(workers, 2 cores)" "bars: min..max over repetitions"; do
 		grep -qF "$text" "$out/compare-sales-speedup.svg" || { echo "no '$text' in the SVG" >&2; return 1; }
 	done
-	! grep -qiF "serial fraction" "$out/compare-sales-speedup.svg"
+	! grep -qiF "serial fraction" "$out/compare-sales-speedup.svg" || return 1
 	grep -qF "ideal: min(workers, 2 cores) / workers" "$out/compare-sales-efficiency.svg"
 	# the speedup plot as text on the terminal; this CSV is from before
 	# task_s: one panel, the whole run
