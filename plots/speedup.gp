@@ -34,7 +34,7 @@ panel2 = "task phase only, no setup or merge: speedup over serial's task phase"
 panel2_note = strstrt(modes, "parallel-") > 0 ? \
 	"\nGNU Parallel modes have no task-phase time (their jobs overlap): not drawn" : ""
 
-set xlabel "workers (processes or threads, -j)"
+set xlabel "workers (processes or threads, -j)" offset 0,0.5
 set xrange [0.8:xmax + 0.2]
 set yrange [0:ymax]
 if (xmax <= 16) { set xtics 1 }
@@ -54,7 +54,7 @@ eval sprintf("set terminal svg size 1100,%d font 'DejaVu Sans,11' noenhanced bac
 set output outbase.".svg"
 load "speedup-panels.gp"
 if (text) {
-	eval sprintf("set terminal dumb size 100,%d noenhanced", two ? 80 : 40)
+	eval sprintf("set terminal dumb size 120,%d noenhanced", two ? 80 : 40)
 	set output
 	unset label 1
 	set key below nobox
