@@ -57,6 +57,7 @@ if (text) {
 	eval sprintf("set terminal dumb size 120,%d noenhanced", two ? 80 : 40)
 	set output
 	unset label 1
+	set xlabel offset 0,0
 	set key below nobox
 	draw_bars = 0
 	load "speedup-panels.gp"
