@@ -148,6 +148,27 @@ within() {
 	assert_one_line_error "advice: --mem-budget: bad size 'lots'*"
 }
 
+@test "busy runs are set aside where a count has quiet ones" {
+	csv=$BATS_TEST_TMPDIR/b.csv adv=$BATS_TEST_TMPDIR/b.txt
+	# -j 2 and -j 4 equally fast (0.55 of -j 1) on 2 cores: -j 2 advised
+	synth "$csv" 2 cpu -0.2 0.15 "1 2 4" 3 0.01
+	run --separate-stderr "$ADVICE" --out "$adv" "$csv"
+	[ "$(key "$adv" recommended_jobs)" = 2 ]
+	# two of -j 2's three runs twice as slow, competing with other work
+	awk -F, -v OFS=, '$2 == "fork" && $3 == 2 && $4 <= 2 { $5 *= 2; $18 = 60.0; $19 = "yes" } 1' \
+		"$csv" >"$csv.busy"
+	run --separate-stderr "$ADVICE" --out "$adv" "$csv.busy"
+	[ "$status" -eq 0 ] || { echo "exit $status: $stderr" >&2; return 1; }
+	[ "$(key "$adv" recommended_jobs)" = 2 ]
+	[[ "$output" == *"the advice and the fit set aside 2 busy fork runs, using each count's quiet runs"* ]]
+	# all three busy: nothing to set aside, and the advice says so
+	awk -F, -v OFS=, '$2 == "fork" && $3 == 2 { $5 *= 2; $18 = 60.0; $19 = "yes" } 1' \
+		"$csv" >"$csv.busy"
+	run --separate-stderr "$ADVICE" --out "$adv" "$csv.busy"
+	[ "$(key "$adv" recommended_jobs)" = 4 ]
+	[[ "$output" == *"every run at -j 2 was busy, so it may look slower than it is"* ]]
+}
+
 @test "no negative or interval-less fraction; points above the ideal are noise, labelled, not fitted" {
 	csv=$BATS_TEST_TMPDIR/n.csv adv=$BATS_TEST_TMPDIR/n.txt
 	# sigma < 0: every count faster than the ideal (superlinear: noise)
@@ -188,7 +209,7 @@ within() {
 	svg=$BATS_TEST_TMPDIR/p/libmine-speedup.svg
 	grep -qF "advice: -j " "$svg"
 	grep -qF "(fitted; the smallest within 5% of the best)" "$svg"
-	grep -Eq "USL fit to fork \(15 runs\): sigma [0-9.e-]+ \(95%: [0-9.e-]+\.\.[0-9.e-]+\), kappa" "$svg"
+	grep -Eq "USL fit to fork \(13 runs\): sigma [0-9.e-]+ \(95%: [0-9.e-]+\.\.[0-9.e-]+\), kappa" "$svg"
 	grep -qF "Amdahl (kappa = 0): serial fraction f" "$svg"
 	# the title: the workload's name, not its path; the busy runs
 	for p in speedup wall efficiency cost phases memory; do
@@ -198,7 +219,7 @@ within() {
 			"$BATS_TEST_TMPDIR/p/libmine-$p.svg" || { echo "$p: no busy line" >&2; return 1; }
 	done
 	[[ "$output" == *"plot: libmine: mine with -j "*" on this machine (16 cores; CPU-bound"* ]]
-	[[ "$output" == *"plot: libmine: fit: Universal Scalability Law on 15 runs"* ]]
+	[[ "$output" == *"plot: libmine: fit: Universal Scalability Law on 13 runs"* ]]
 	grep -qx "basis: fitted (Universal Scalability Law)" "$BATS_TEST_TMPDIR/p/libmine-speedup.txt"
 	# the memory plot: per added worker, and fork's model
 	grep -qF "memory one more worker adds" "$BATS_TEST_TMPDIR/p/libmine-memory.svg"
