@@ -16,14 +16,16 @@
 # "" when the CSV has none: one panel), text (1: also draw it as text on
 # stdout), serial_median, adv (compare/advice's plot directory) and its
 # advice.gp: usl_ok, usl_sigma, usl_kappa, usl_t1, usl_top, usl_title,
-# amdahl_title, advice_jobs, advice_title.
+# usl_tasks, amdahl_title, advice_jobs, advice_title.
 load "style.gp"
 load ARG1
 outbase = ARG2
 
 # The fitted curve, as a speedup over the serial median: the USL's wall time
-# T1 (1 + sigma (n - 1) + kappa n (n - 1)) / n, drawn over the fitted range.
-T(n) = usl_t1 * (1 + usl_sigma * (n - 1) + usl_kappa * n * (n - 1)) / n
+# T1 (1 + sigma (n - 1) + kappa n (n - 1)) / n, drawn over the fitted range,
+# times the last round's idle workers, ceil(N / n) n / N for N tasks.
+T(n) = usl_t1 * (1 + usl_sigma * (n - 1) + usl_kappa * n * (n - 1)) / n * \
+	(usl_tasks > 0 ? ceil(usl_tasks / n) * n / usl_tasks : 1)
 S(n) = usl_ok && n <= usl_top ? serial_median / T(n) : NaN
 noise = adv."/noise.dat"
 has_noise = system(sprintf("test -s '%s' && echo 1 || echo 0", noise)) + 0

@@ -12,8 +12,9 @@ PLOT="$ROOT/plots/plot"
 HEADER="seq,mode,jobs,rep,wall_s,user_s,sys_s,max_rss_kb,exit_status,setup_s,checksum,verified,peak_pss_kb,task_s,merge_s,load_before,load_after,others_pct,busy,worker_private_kb"
 
 # synth OUT CORES BOUND SIGMA KAPPA "COUNTS" REPS [NOISE]: a compare CSV of
-# serial and fork runs, fork's wall 10 (1 + SIGMA (n-1) + KAPPA n (n-1)) / n
-# at every count, serial's 10, each times 1 + NOISE x a pseudo-random number
+# serial and fork runs of 100 tasks, fork's wall 10 (1 + SIGMA (n-1) +
+# KAPPA n (n-1)) / n at every count, times ceil(100 / n) n / 100 (the last
+# round's idle workers), serial's 10, each times 1 + NOISE x a pseudo-random number
 # in -1..1, roughly bell-shaped (the mean of three uniform ones from a seeded
 # generator: the same numbers every time; default NOISE 0.02).  Environment: SYNTH_PRIVATE_KB and
 # SYNTH_SHARED_KB (memory: peak PSS = shared + n private), SYNTH_BUDGET_KB
@@ -42,6 +43,7 @@ synth() {
 					for (i = 1; i <= nc; i++) {
 						n = c[i]
 						t = 10 * (1 + s * (n - 1) + k * n * (n - 1)) / n
+						t *= int((100 + n - 1) / n) * n / 100
 						row("fork", n, r, t * (1 + amp * noise()))
 					}
 				}
@@ -116,17 +118,24 @@ within() {
 
 @test "the advice is the smallest -j within 5% of the best; the memory budget caps it" {
 	csv=$BATS_TEST_TMPDIR/m.csv adv=$BATS_TEST_TMPDIR/m.txt
-	# I/O-bound on 2 cores, still scaling at 16: the best is the largest
+	# I/O-bound on 2 cores, still scaling at 20: the best is the largest
 	SYNTH_SHARED_KB=$((1000 * 1024)) SYNTH_PRIVATE_KB=$((100 * 1024)) \
-		synth "$csv" 2 io 0.01 0 "1 2 4 8 16" 3 0.01
+		synth "$csv" 2 io 0.01 0 "1 2 5 10 20" 3 0.01
 	run --separate-stderr "$ADVICE" --out "$adv" "$csv"
 	[ "$status" -eq 0 ] || { echo "exit $status: $stderr" >&2; return 1; }
-	[ "$(key "$adv" recommended_jobs)" = 16 ]
+	[ "$(key "$adv" recommended_jobs)" = 20 ]
 	[ "$(key "$adv" memory_per_worker_mib)" = 100.00 ]
 	[ "$(key "$adv" memory_shared_mib)" = 1000.0 ]
-	[ "$(key "$adv" memory_at_recommended_mib)" = 2600.0 ]
+	[ "$(key "$adv" memory_at_recommended_mib)" = 3000.0 ]
 	[[ "$output" == *"I/O-bound: -j may exceed the cores"* ]]
-	[[ "$output" == *"the best is the largest count measured (-j 16): more workers may be faster still"* ]]
+	[[ "$output" == *"the best is the largest count measured (-j 20): more workers may be faster still"* ]]
+	# the same up to 16: 100 tasks take 7 rounds on 15 workers as on 16
+	synth "$csv" 2 io 0.01 0 "1 2 4 8 16" 3 0.01
+	run --separate-stderr "$ADVICE" --out "$adv" "$csv"
+	[ "$(key "$adv" recommended_jobs)" = 15 ]
+	[[ "$output" == *"the last round's idle workers (100 tasks on n workers take ceil(100 / n) rounds)"* ]]
+	SYNTH_SHARED_KB=$((1000 * 1024)) SYNTH_PRIVATE_KB=$((100 * 1024)) \
+		synth "$csv" 2 io 0.01 0 "1 2 5 10 20" 3 0.01
 	# 1500 MiB: the setup's 1000 and five workers of 100
 	run --separate-stderr "$ADVICE" --mem-budget 1500M --out "$adv" "$csv"
 	[ "$status" -eq 0 ]
