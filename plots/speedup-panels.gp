@@ -6,6 +6,9 @@ medians = draw_bars ? "median; bars: min..max over repetitions" : \
 # The counts above the ideal, labelled with their spread (a macro: nothing
 # when there are none, as gnuplot will not plot an empty file quietly).
 noise_plot = has_noise ? sprintf(", '%s' using 1:2:3 with labels offset 0,1.2 tc rgb '#D55E00' title 'above the ideal: noise (runs min..max)'", noise) : ""
+# The fitted curve at whole worker counts only (its last-round term jumps
+# between them), or nothing but its key entry ("no fit: ...").
+usl_plot = usl_ok ? sprintf("[1:%d:1] '+' using 1:(S($1))", usl_top) : "NaN"
 amdahl_key = amdahl_title eq "" ? "" : "NaN title amdahl_title with lines dt 3 lw 1 lc rgb mode_color('fork'),"
 # The advice: an arrow down to the axis at the recommended -j, labelled
 # short; the whole of it in the key.
@@ -21,13 +24,13 @@ if (two) {
 set ylabel "speedup (serial median wall time / median wall time)"
 if (draw_bars) {
 	plot ideal(x) title ideal_title(cores) with lines dt 2 lw 1.5 lc rgb "#999999", \
-		S(x) title usl_title with lines dt 4 lw 2 lc rgb mode_color("fork"), @amdahl_key @advice_key, \
+		@usl_plot title usl_title with lines dt 4 lw 2 lc rgb mode_color("fork"), @amdahl_key @advice_key, \
 		for [i=1:words(modes)] data index i using 2:7:8:9 with yerrorlines lw 2 \
 			pt mode_point(word(modes, i)) lc rgb mode_color(word(modes, i)) title word(modes, i) \
 		@noise_plot
 } else {
 	plot ideal(x) title ideal_title(cores) with lines, \
-		S(x) title usl_title with lines, @amdahl_key @advice_key, \
+		@usl_plot title usl_title with lines, @amdahl_key @advice_key, \
 		for [i=1:words(modes)] data index i using 2:7 with linespoints title word(modes, i) \
 		@noise_plot
 }

@@ -26,7 +26,7 @@ outbase = ARG2
 # times the last round's idle workers, ceil(N / n) n / N for N tasks.
 T(n) = usl_t1 * (1 + usl_sigma * (n - 1) + usl_kappa * n * (n - 1)) / n * \
 	(usl_tasks > 0 ? ceil(usl_tasks / n) * n / usl_tasks : 1)
-S(n) = usl_ok && n <= usl_top ? serial_median / T(n) : NaN
+S(n) = serial_median / T(n)
 noise = adv."/noise.dat"
 has_noise = system(sprintf("test -s '%s' && echo 1 || echo 0", noise)) + 0
 
