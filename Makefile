@@ -151,7 +151,7 @@ test: deps all unit
 	@tests/run-all
 
 # The demo's compares: three repetitions, shuffled, on small data, each
-# ending with its advice (results/demo-W-advice.txt): about 70 s on a quiet
+# ending with its advice (results/demo-W-advice.txt): about a minute on a
 # 2-core machine.  sales runs fork, omp and GNU Parallel per shard (not per
 # task: that redoes the setup for every one of the 24 tasks); printer, whose
 # tasks wait on a simulated line printer (I/O-bound), shows a fitted advice
