@@ -2,8 +2,10 @@
 #   make            build bin/cowrun and the bundled workloads
 #   make deps       install missing Debian packages (as root; else print the command)
 #   make test       unit tests (cmocka) and CLI tests (bats), one summary line
-#   make demo       the nightly sales batch on built-in synthetic data, then a quick compare
+#   make demo       the nightly sales batch on built-in synthetic data, then compares of
+#                   sales and printer, each with its advice (-j, memory), and plots
 #   make bench      compare every mode on the built-in workloads (long), then plots;
+#                   compare/bench-advice alone: does following the advice pay;
 #                   compare/bench-setup alone: the serial part (setup, --merge)
 #   make plots      plots/out/ from the latest results/*.csv
 #   make mutants    plant known bugs one at a time; every one must fail a test
@@ -45,8 +47,9 @@ DEB_TEST = libcmocka-dev bats openssh-server openssh-client strace \
 	slurmctld slurmd slurm-client munge python3-prometheus-client
 #   the GNU Parallel modes (compare, cowrun-cluster); plots (gnuplot, and
 #   the DejaVu font they name); benchmarks (hyperfine; GNU time for peak
-#   RSS); the man page (help2man)
-DEB_TOOLS = parallel gnuplot-nox fonts-dejavu-core hyperfine time help2man
+#   RSS; python3, its standard library only, for compare/advice's fit);
+#   the man page (help2man)
+DEB_TOOLS = parallel gnuplot-nox fonts-dejavu-core hyperfine time python3 help2man
 DEB_PACKAGES = $(DEB_BUILD) $(DEB_BUNDLED) $(DEB_TEST) $(DEB_TOOLS)
 
 # Built-in workloads are compiled into bin/cowrun (runner/workload/registry.c lists
@@ -152,19 +155,30 @@ unit: $(UNIT_BIN) build/tests/reaper build/tests/mkframe build/tests/fixed-rando
 test: deps all unit
 	@tests/run-all
 
-# The demo's quick compare: one repetition on small data (about a minute).
-DEMO_COMPARE = --jobs 1,2,4 --reps 1 --workload sales --out results/demo-sales.csv \
-	--timeline results/demo-sales-timeline.csv -- --rows 4000000 --stores 24
+# The demo's compares: three repetitions, shuffled, on small data, each
+# ending with its advice (results/demo-W-advice.txt): about a minute on a
+# 2-core machine.  sales runs fork, omp and GNU Parallel per shard (not per
+# task: that redoes the setup for every one of the 24 tasks); printer, whose
+# tasks wait on a simulated line printer (I/O-bound), shows a fitted advice
+# above the cores.
+DEMO_SALES = --jobs 1,2,4 --reps 3 --modes fork,omp,parallel-shard --workload sales \
+	--out results/demo-sales.csv --timeline results/demo-sales-timeline.csv \
+	-- --rows 4000000 --stores 24
+DEMO_PRINTER = --jobs 1,2,4,8,16,32 --reps 3 --modes fork --workload printer \
+	--out results/demo-printer.csv -- --regions 32 --lpm 120000
 
 demo: deps all
 	bin/cowrun --verbose sales
 	@echo "reports: $$(ls out | wc -l) files in out/ (e.g. out/$$(ls out | head -1))"
-	compare/compare $(DEMO_COMPARE)
-	plots/plot results/demo-sales.csv results/demo-sales-timeline.csv
+	compare/compare $(DEMO_SALES)
+	compare/compare $(DEMO_PRINTER)
+	plots/plot results/demo-sales.csv results/demo-sales-timeline.csv results/demo-printer.csv
 	@echo "demo: open these plots (an .svg beside each):"; \
-	for p in speedup wall efficiency memory timeline; do echo "  plots/out/demo-sales-$$p.png"; done; \
-	echo "  the fitted serial fraction: plots/out/demo-sales-speedup.txt"; \
-	echo "  and the runs themselves: results/demo-sales.csv"
+	for p in speedup phases wall efficiency memory cost timeline; do \
+		echo "  plots/out/demo-sales-$$p.png"; done; \
+	echo "  plots/out/demo-printer-speedup.png (I/O-bound: a fitted advice above the cores)"; \
+	echo "  the advice in full: results/demo-sales-advice.txt, results/demo-printer-advice.txt"; \
+	echo "  and the runs themselves: results/demo-sales.csv, results/demo-printer.csv"
 
 # Every mode on every built-in workload, 3 repetitions at -j 1,2,4: about
 # 50 minutes on 2 cores (parallel-task redoes sales' setup for each of 64 stores).
@@ -178,6 +192,8 @@ BENCH_SELFTEST_ARGS ?= --tasks 200 --work-us 20000
 bench: deps all
 	compare/bench-lean
 	compare/bench-setup
+	compare/bench-advice
+	compare/bench-advice --workload printer --jobs 1,2,4,8,16,32 -- --regions 32 --lpm 120000
 	$(BENCH) --workload sales --timeline results/sales-timeline.csv
 	$(BENCH) --workload average
 	$(BENCH) --workload selftest -- $(BENCH_SELFTEST_ARGS)

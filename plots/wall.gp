@@ -1,5 +1,6 @@
 # wall.gp: median wall time of the whole batch against the number of workers,
-# one line per mode (bars: min..max), serial's median as a flat line.
+# one line per mode (bars: min..max, where there are repetitions), serial's
+# median as a flat line.
 #
 # gnuplot -c wall.gp PARAMS OUTBASE (see speedup.gp); also uses serial_median
 # and logy (1: log scale, when the slowest mode would squash the others).
@@ -7,7 +8,8 @@ load "style.gp"
 load ARG1
 outbase = ARG2
 
-set title title."\nwall time of the whole batch, setup included (median; bars: min..max)"
+set title title."\nwall time of the whole batch, setup included (".\
+	(bars ? "median; bars: min..max over repetitions" : "one run each: no spread shown").")"
 set xlabel "workers (processes or threads, -j)"
 set ylabel "wall time (s)"
 set xrange [0.8:xmax + 0.2]

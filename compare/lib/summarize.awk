@@ -14,7 +14,8 @@
 # group is verified when every run in it exited 0 and matched the serial
 # reference checksum.
 #
-# format=data writes one block per mode (serial first), blocks separated by
+# format=data writes one block per mode (serial, fork, omp, parallel-task,
+# parallel-shard, then any other in the order of its first row), blocks separated by
 # two blank lines so gnuplot can select them with `index`; each block starts
 # with a comment "# block MODE".  Columns of a data line:
 #   1 mode  2 jobs  3 runs  4 median_wall  5 min_wall  6 max_wall
@@ -127,10 +128,16 @@ END {
 		printf "%-15s %4s %5s %10s %10s %10s %8s %10s %8s %8s %8s %8s  %s\n", "mode", "jobs",
 		    "runs", "median s", "min s", "max s", "speedup", "efficiency", "fork/omp",
 		    "setup s", "task s", "task x", "verified"
-	# serial first, then the others in the order they were run
-	nb = 0
-	for (k = 1; k <= nmodes; k++) if (modes[k] == "serial") order[++nb] = "serial"
-	for (k = 1; k <= nmodes; k++) if (modes[k] != "serial") order[++nb] = modes[k]
+	# compare's modes in its own order (serial first), then any other in
+	# the order of its first run (compare shuffles the runs: the order of
+	# first appearance would change from one CSV to the next)
+	nb = split("serial fork omp parallel-task parallel-shard", known, " ")
+	nk = nb; nb = 0
+	for (i = 1; i <= nk; i++) if (known[i] in seen_mode) order[++nb] = known[i]
+	for (k = 1; k <= nmodes; k++) {
+		for (i = 1; i <= nk && known[i] != modes[k]; i++) ;
+		if (i > nk) order[++nb] = modes[k]
+	}
 	for (b = 1; b <= nb; b++) {
 		mode = order[b]
 		n = sorted_jobs(mode, js)

@@ -8,9 +8,9 @@ load helpers
 COMPARE="$ROOT/compare/compare"
 PLOT="$ROOT/plots/plot"
 FIXTURES="$ROOT/tests/fixtures"
-HEADER="seq,mode,jobs,rep,wall_s,user_s,sys_s,max_rss_kb,exit_status,setup_s,checksum,verified,peak_pss_kb,task_s"
+HEADER="seq,mode,jobs,rep,wall_s,user_s,sys_s,max_rss_kb,exit_status,setup_s,checksum,verified,peak_pss_kb,task_s,merge_s,load_before,load_after,others_pct,busy,worker_private_kb"
 # The header before task_s (issue 10): old CSVs must still summarize and plot.
-OLD_HEADER=${HEADER%,task_s}
+OLD_HEADER="seq,mode,jobs,rep,wall_s,user_s,sys_s,max_rss_kb,exit_status,setup_s,checksum,verified,peak_pss_kb"
 
 # compare ARGS...: compare/compare under the reaper, so that GNU Parallel and
 # every cowrun it starts are proved to leave nothing behind.
@@ -27,8 +27,9 @@ rows() {
 	run --separate-stderr "$COMPARE" --help
 	[ "$status" -eq 0 ]
 	[[ "$output" == "Usage: compare/compare [OPTIONS] --workload W"* ]]
-	for word in --jobs --reps --modes --warmup --out --timeline --bound serial fork omp \
-		parallel-task parallel-shard "Exit status"; do
+	for word in --jobs --reps --modes --warmup --out --timeline --timeline-jobs --bound --seed \
+		--mem-budget serial fork omp parallel-task parallel-shard "Exit status" shuffled busy \
+		W-advice.txt; do
 		[[ "$output" == *"$word"* ]] || { echo "--help lacks '$word'" >&2; return 1; }
 	done
 }
@@ -51,11 +52,25 @@ rows() {
 	grep -q '^# bound: cpu$' "$csv"
 	grep -q '^#   max_rss_kb ' "$csv"
 	grep -q '^#   task_s ' "$csv"
+	for col in merge_s load_before load_after others_pct busy worker_private_kb; do
+		grep -q "^#   $col " "$csv" || { echo "column $col undocumented" >&2; return 1; }
+	done
+	grep -q '^# busy_threshold_pct: 10 ' "$csv"
+	grep -Eq '^# busy_runs: [0-9]+ of 18$' "$csv"
+	grep -Eq '^# seed: [0-9]+ ' "$csv"
+	grep -Eq '^# mem_budget_kb: [0-9]+$' "$csv"
 	[ "$(grep -v '^#' "$csv" | head -n 1)" = "$HEADER" ]
 	# 2 reps x (serial once + 2 jobs x 4 other modes)
 	[ "$(rows "$csv" | wc -l)" -eq 18 ]
 	rows "$csv" | awk -F, -v OFS=, '
-		NF != 14 { print "bad field count: " $0; bad = 1 }
+		NF != 20 { print "bad field count: " $0; bad = 1 }
+		$16 !~ /^[0-9]+\.[0-9]+$/ || $17 !~ /^[0-9]+\.[0-9]+$/ { print "bad load: " $0; bad = 1 }
+		$18 !~ /^[0-9]+\.[0-9]$/ || $19 !~ /^(yes|no)$/ { print "bad busy: " $0; bad = 1 }
+		($19 == "yes") != ($18 > 10) { print "busy disagrees with others_pct: " $0; bad = 1 }
+		$2 == "fork" && ($20 !~ /^[0-9]+$/ || $20 == 0) { print "no worker_private_kb: " $0; bad = 1 }
+		$2 != "fork" && $20 != "" { print "worker_private_kb for " $2 ": " $0; bad = 1 }
+		$2 ~ /^(serial|fork|omp)$/ && $15 !~ /^[0-9]+\.[0-9]+$/ { print "no merge_s: " $0; bad = 1 }
+		$2 ~ /^parallel-/ && $15 != "" { print "merge_s for a parallel mode: " $0; bad = 1 }
 		$13 !~ /^[0-9]+$/ || $13 == 0 { print "no peak PSS: " $0; bad = 1 }
 		$2 !~ /^(serial|fork|omp|parallel-task|parallel-shard)$/ { print "bad mode: " $0; bad = 1 }
 		$1 !~ /^[0-9]+$/ || $3 !~ /^[0-9]+$/ || $4 !~ /^[0-9]+$/ || $8 !~ /^[0-9]+$/ || $9 !~ /^[0-9]+$/ {
@@ -77,12 +92,46 @@ rows() {
 	# one checksum for all: identical output in every mode
 	[ "$(rows "$csv" | cut -d, -f11 | sort -u | wc -l)" -eq 1 ]
 	# progress on stderr, the table on stdout
-	[[ "$stderr" == *"[18/18] parallel-shard -j 2 rep 2: "*" s ok"* ]]
+	[[ "$stderr" == *"[18/18] "*" rep 2: "*" s ok"* ]]
 	for mode in serial fork omp parallel-task parallel-shard; do
 		[[ "$output" == *$'\n'"$mode "*yes* ]] || { echo "table lacks $mode" >&2; return 1; }
 	done
 	[[ "$output" == *"setup s   task s   task x  verified"* ]]
-	head -n 1 "$BATS_TEST_TMPDIR/r-timeline.csv" | grep -q '^task,name,worker,pid,start_s,end_s,status$'
+	# the advice: on stdout, and in full beside the CSV
+	[[ "$output" == *$'\n'"Run selftest with -j "*" on this machine"* ]]
+	grep -Eq '^recommended_jobs: [0-9]+$' "$BATS_TEST_TMPDIR/r-advice.txt"
+	# the timeline: at -j = the cores by default, its phases in "#" lines
+	tl=$BATS_TEST_TMPDIR/r-timeline.csv
+	grep -v '^#' "$tl" | head -n 1 | grep -q '^task,name,worker,pid,start_s,end_s,status$'
+	grep -qx "# jobs: $(nproc)" "$tl"
+	grep -Eq '^# setup_s: [0-9]+\.[0-9]+$' "$tl"
+	grep -Eq '^# merge_s: [0-9]+\.[0-9]+$' "$tl"
+	[ "$(grep -v '^#' "$tl" | tail -n +2 | cut -d, -f3 | sort -u | wc -l)" -eq "$(( $(nproc) < 6 ? $(nproc) : 6 ))" ]
+}
+
+@test "compare shuffles each repetition's runs, the same way for the same --seed" {
+	order() {
+		run --separate-stderr compare --modes fork,omp --jobs 1,2,3 --reps 2 --warmup 0 \
+			--seed "$1" --workload selftest --out "$BATS_TEST_TMPDIR/o$1.csv" -- --tasks 2
+		[ "$status" -eq 0 ] || { echo "exit $status: $stderr" >&2; return 1; }
+		grep -qx "# seed: $1 (order: every repetition's runs shuffled with this seed; compare --seed $1 repeats it)" \
+			"$BATS_TEST_TMPDIR/o$1.csv"
+		rows "$BATS_TEST_TMPDIR/o$1.csv" | cut -d, -f2-4 | tr '\n' ' '
+	}
+	a=$(order 7) && b=$(order 7) && c=$(order 8)
+	[ "$a" = "$b" ]
+	[ "$a" != "$c" ]
+	# every repetition has every run once, serial included, in two orders
+	for o in "$a" "$c"; do
+		[ "$(tr ' ' '\n' <<<"$o" | grep -c ',1$')" -eq 7 ]
+		[ "$(tr ' ' '\n' <<<"$o" | grep . | sort -u | wc -l)" -eq 14 ]
+	done
+	r1=$(tr ' ' '\n' <<<"$a" | grep ',1$' | tr '\n' ' ')
+	r2=$(tr ' ' '\n' <<<"$a" | grep ',2$' | sed 's/,2$/,1/' | tr '\n' ' ')
+	[ "$r1" != "$r2" ]
+	[[ $(sort <<<"$(tr ' ' '\n' <<<"$r1")") == $(sort <<<"$(tr ' ' '\n' <<<"$r2")") ]]
+	# not compare's old fixed order (serial, then each -j's modes)
+	[[ "$a" != "serial,1,1 fork,1,1 omp,1,1 fork,2,1 omp,2,1 fork,3,1 omp,3,1 "* ]]
 }
 
 @test "a run whose output differs from serial is not verified and compare exits 1" {
@@ -100,8 +149,8 @@ rows() {
 	[ "$status" -eq 1 ]
 	[[ "$stderr" == *"fork -j 2 rep 1: "*"DIFFERS from serial"* ]]
 	[[ "$output" == *$'\n'"fork "*"NO (0 of 1)"* ]]
-	[ "$(rows "$csv" | grep -c ',fork,.*,no,[0-9]*,[0-9.]*$')" -eq 1 ]
-	[ "$(rows "$csv" | grep -c ',serial,.*,yes,[0-9]*,[0-9.]*$')" -eq 1 ]
+	[ "$(rows "$csv" | cut -d, -f2,12 | grep -cx 'fork,no')" -eq 1 ]
+	[ "$(rows "$csv" | cut -d, -f2,12 | grep -cx 'serial,yes')" -eq 1 ]
 }
 
 @test "a failing serial reference run stops compare with one line, exit 1" {
@@ -132,6 +181,9 @@ rows() {
 	check "compare: --modes: 'fork' given twice" --modes fork,fork --workload selftest
 	check "compare: no cowrun at '/nonexistent'*" --cowrun /nonexistent --workload selftest
 	check "compare: --bound: bad value 'disk'*" --bound disk --workload selftest
+	check "compare: --seed: bad value 'x'*" --seed x --workload selftest
+	check "compare: --timeline-jobs: bad value '0'*" --timeline-jobs 0 --workload selftest
+	check "compare: --mem-budget: bad size 'lots'*" --mem-budget lots --workload selftest
 }
 
 @test "summarize.awk: medians, speedup, efficiency and the fork/omp ratio" {
@@ -176,40 +228,57 @@ rows() {
 	[[ "$stderr" == "summarize: no 'mode' column"* ]]
 }
 
-@test "plots/plot draws speedup, wall, efficiency and timeline as PNG and SVG" {
+@test "plots/plot draws speedup, phases, wall, efficiency, cost and timeline as PNG and SVG" {
 	out=$BATS_TEST_TMPDIR/plots
 	run --separate-stderr "$PLOT" --out "$out" "$FIXTURES/compare-sales.csv" \
 		"$FIXTURES/compare-sales-timeline.csv"
 	[ "$status" -eq 0 ] || { echo "exit $status: $stderr" >&2; return 1; }
-	for name in speedup wall efficiency timeline; do
+	for name in speedup wall efficiency cost timeline; do
 		png=$out/compare-sales-$name.png svg=$out/compare-sales-$name.svg
 		[ -s "$png" ] && [ -s "$svg" ] || { echo "missing $name images" >&2; return 1; }
 		[ "$(head -c 8 "$png" | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ]
 		grep -q '<svg' "$svg"
 		[[ "$output" == *"plot: wrote $png"* ]]
 	done
-	# the key names every mode, the Amdahl fit and the ideal it drew (a
-	# CPU-bound workload on 2 cores); the title the machine
-	for text in fork omp parallel-task parallel-shard "serial fraction f =" "2 cores" \
-		"ideal: min(workers, 2 cores)"; do
+	# the key names every mode, the advice, that 2 cores allow no fit, and
+	# the ideal it drew (a CPU-bound workload on 2 cores); the title the
+	# machine; two repetitions: min..max bars
+	for text in fork omp parallel-task parallel-shard "advice: -j 2 (measured, not fitted" \
+		"no fit: " "2 cores" "ideal: min(workers, 2 cores)" "bars: min..max over repetitions"; do
 		grep -qF "$text" "$out/compare-sales-speedup.svg" || { echo "no '$text' in the SVG" >&2; return 1; }
 	done
+	! grep -qiF "serial fraction" "$out/compare-sales-speedup.svg" || return 1
 	grep -qF "ideal: min(workers, 2 cores) / workers" "$out/compare-sales-efficiency.svg"
 	# the speedup plot as text on the terminal; this CSV is from before
 	# task_s: one panel, the whole run
 	[[ "$output" == *"speedup over serial"*"workers (processes or threads, -j)"* ]]
 	[[ "$output" == *"ideal: min(workers, 2 cores)"* ]]
 	[[ "$output" != *"task phase only"* ]]
-	# the fitted serial fraction for scripts: a file and a line on stdout
+	# the advice and the fit (here none: two counts up to 2 cores) for
+	# scripts, and on stdout
 	txt=$out/compare-sales-speedup.txt
 	[[ "$output" == *"plot: wrote $txt"* ]]
-	f=$(sed -n 's/^serial_fraction: //p' "$txt")
-	[[ $f =~ ^0\.[0-9]{6}$ ]] || { echo "serial_fraction '$f'" >&2; return 1; }
+	grep -qx "recommended_jobs: 2" "$txt"
+	grep -qx "basis: measured" "$txt"
+	grep -qx "fit: none" "$txt"
+	grep -qx "amdahl_f: none" "$txt"
 	grep -qx "ideal: min(workers, 2 cores)" "$txt"
 	grep -qx "task_panel: no (the CSV has no task_s)" "$txt"
-	[[ "$output" == *"plot: compare-sales: Amdahl fit to fork (whole runs, n <= 2): serial fraction $f"* ]]
-	# the key's f is the file's, rounded
-	grep -qF "serial fraction f = $(printf '%.3f' "$f")" "$out/compare-sales-speedup.svg"
+	[[ "$output" == *"plot: compare-sales: sales with -j 2 on this machine (2 cores; CPU-bound"* ]]
+	[[ "$output" == *"plot: compare-sales: fit: measured, not fitted: 2 distinct worker counts up to the 2 cores (1, 2)"*"oversubscription"* ]]
+	# the timeline of a bare cowrun --timeline file: tasks only, and says so
+	grep -qF "no setup or merge times in this file" "$out/compare-sales-timeline.svg"
+	grep -qF "workers busy" "$out/compare-sales-timeline.svg"
+	grep -qF "not CPU use" "$out/compare-sales-timeline.svg"
+	# one repetition: no bars promised, in any plot
+	awk -F, '/^#/ || !h { if (!/^#/) h = 1; print; next } $4 == 1' "$FIXTURES/compare-sales.csv" \
+		>"$BATS_TEST_TMPDIR/one.csv"
+	run --separate-stderr "$PLOT" --no-text --out "$out" "$BATS_TEST_TMPDIR/one.csv"
+	[ "$status" -eq 0 ] || { echo "exit $status: $stderr" >&2; return 1; }
+	grep -qF "one run each: no spread shown" "$out/one-speedup.svg"
+	for name in speedup wall cost; do
+		! grep -qF "bars: min..max" "$out/one-$name.svg" || { echo "$name promises bars" >&2; return 1; }
+	done
 }
 
 @test "plots/plot draws the task phase's speedup as a second panel when the CSV has task_s" {
@@ -218,7 +287,7 @@ rows() {
 	[ "$status" -eq 0 ] || { echo "exit $status: $stderr" >&2; return 1; }
 	svg=$out/compare-selftest-tasks-speedup.svg
 	for text in "whole run, setup and merge included" "task phase only" "fork (task phase)" \
-		"omp (task phase)" "serial fraction f =" "ideal: min(workers, 2 cores)"; do
+		"omp (task phase)" "no fit: " "ideal: min(workers, 2 cores)" "bars: min..max over repetitions"; do
 		grep -qF "$text" "$svg" || { echo "no '$text' in the SVG" >&2; return 1; }
 	done
 	# both panels in the text plot, each with the ideal in its key: the
