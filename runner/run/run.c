@@ -131,10 +131,14 @@ static int report_worker_memory(const struct run_config *cfg, struct sidefiles *
 	}
 	if (cfg->verbose && st->nper_worker > 0) {
 		double copied = (double)private_kb / (double)st->nper_worker * 1024.0;
-		warnx_("memory: setup %.1f MiB shared by %zu workers; each copied or allocated %.1f MiB "
-		       "(%.1f%% of the setup) on average, Pss %.1f MiB; fork %.3f ms avg",
-		       setup_bytes / 1048576.0, st->nper_worker, copied / 1048576.0,
-		       setup_bytes ? 100.0 * copied / (double)setup_bytes : 0.0,
+		char share[48] = "";
+		/* A share of a setup under 1 MiB says nothing (it read 430080%). */
+		if (setup_bytes >= 1048576)
+			snprintf(share, sizeof share, " (%.1f%% of the setup)",
+				 100.0 * copied / (double)setup_bytes);
+		warnx_("memory: setup %.1f MiB shared by %zu workers; each copied or allocated %.1f MiB"
+		       "%s on average, Pss %.1f MiB; fork %.3f ms avg",
+		       setup_bytes / 1048576.0, st->nper_worker, copied / 1048576.0, share,
 		       (double)pss_kb / (double)st->nper_worker / 1024.0,
 		       st->forks ? st->fork_ns_total / 1e6 / (double)st->forks : 0.0);
 	}
