@@ -52,6 +52,19 @@ DEB_TEST = libcmocka-dev bats openssh-server openssh-client strace \
 DEB_TOOLS = parallel gnuplot-nox fonts-dejavu-core hyperfine time python3 help2man
 DEB_PACKAGES = $(DEB_BUILD) $(DEB_BUNDLED) $(DEB_TEST) $(DEB_TOOLS)
 
+# The README's table of these lists (tests/cli/tree.bats fails when the two
+# differ): make print-deps.
+.PHONY: print-deps
+print-deps:
+	@echo '| what for | Debian packages (make deps) |'
+	@echo '|---|---|'
+	@echo '| building cowrun | `$(DEB_BUILD)` |'
+	@echo '| the bundled risk workload | `$(DEB_BUNDLED)` |'
+	@echo '| make test | `$(strip $(DEB_TEST))` |'
+	@echo '| comparisons, plots, benchmarks, the man page | `$(DEB_TOOLS)` |'
+	@echo '| make check-valgrind | `$(VALGRIND_PACKAGES)` |'
+	@echo '| make fuzz | `$(FUZZ_PACKAGES)` |'
+
 # Built-in workloads are compiled into bin/cowrun (runner/workload/registry.c lists
 # them).  A bundled workload has heavy dependencies: it is built as
 # build/workloads/NAME.so with its libraries (NAME_LIBS) and a one-line

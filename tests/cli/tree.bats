@@ -84,3 +84,10 @@ copy_tree() {
 	[[ "$output" == *"up: engine/zz calls into run/zz2 (run is above engine in the layers)"* ]]
 	[[ "$output" == *"circle of calls: "*"engine/zz"* ]]
 }
+
+@test "tree: the README's dependency table is the Makefile's" {
+	expected=$(make -s -C "$ROOT" print-deps)
+	actual=$(sed -n '/^<!-- deps: /,/^<!-- end of deps -->/p' "$ROOT/README.md" | sed '1d;$d')
+	[ -n "$actual" ]
+	[ "$actual" = "$expected" ] || { diff <(echo "$expected") <(echo "$actual") >&2; return 1; }
+}
