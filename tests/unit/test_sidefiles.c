@@ -16,6 +16,7 @@
 #include <dirent.h>
 #include <ftw.h>
 #include <limits.h>
+#include <glob.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -366,12 +367,16 @@ static int steps;
  * nothing written in place yet. */
 static int middle_step(void *ctx)
 {
-	char temp[300];
+	char pattern[300];
+	glob_t found;
 
 	(void)ctx;
 	steps++;
-	snprintf(temp, sizeof temp, "x.res.%s.%ld.tmp", host_tag(), (long)getpid());
-	return access(temp, F_OK) == 0 && access("log", F_OK) != 0 ? 0 : -1;
+	/* The temporary name's last part is random (temp_name_beside()). */
+	snprintf(pattern, sizeof pattern, "x.res.%s.%ld.*.tmp", host_tag(), (long)getpid());
+	int temp_there = glob(pattern, 0, NULL, &found) == 0 && found.gl_pathc == 1;
+	globfree(&found);
+	return temp_there && access("log", F_OK) != 0 ? 0 : -1;
 }
 
 static const struct sidefiles_paths all = {
