@@ -57,9 +57,10 @@ const char *host_tag(void);
  * SLURM_CPUS_PER_TASK.  Counted once. */
 int cpu_count(void);
 
-/* Open /dev/null on any of descriptors 0, 1 and 2 that is closed, so no
- * file the run opens later takes its place (a joblog receiving the
- * summary).  Returns a bit mask of those that were closed (1 << fd). */
+/* Open /dev/null, read-only, on any of descriptors 0, 1 and 2 that is
+ * closed, so no file the run opens later takes its place (a joblog
+ * receiving the summary) and writes to it still fail.  Returns a bit mask
+ * of those that were closed (1 << fd). */
 int hold_standard_fds(void);
 
 /* mkdir -p: create dir and its missing parents (mode 0777 & ~umask).
