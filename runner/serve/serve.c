@@ -14,6 +14,7 @@
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -139,6 +140,17 @@ int serve_parse(int argc, char **argv, struct serve_config *cfg)
 		return -1;
 	}
 	return i;
+}
+
+void serve_log(const char *fmt, ...)
+{
+	char line[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof line, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "cowrun serve[%ld]: %s\n", (long)getpid(), line);
 }
 
 /* ---- signals: flags and a self-pipe, for master and generation ---- */
