@@ -9,7 +9,8 @@
 #                   compare/bench-setup alone: the serial part (setup, --merge)
 #   make plots      plots/out/ from the latest results/*.csv
 #   make mutants    plant known bugs one at a time; every one must fail a test
-#   make install    prefix=/usr/local DESTDIR=  (GNU's bindir, libdir... too); make uninstall
+#   make install    prefix=/usr/local DESTDIR=  (GNU's bindir, libdir... too; unitdir for
+#                   the systemd units); make uninstall
 
 # GNU's installation directories (PREFIX, the older spelling, still works).
 PREFIX ?= /usr/local
@@ -21,6 +22,12 @@ includedir ?= $(prefix)/include
 datarootdir ?= $(prefix)/share
 mandir ?= $(datarootdir)/man
 workloaddir = $(libdir)/cowrun/workloads
+# The example systemd units (systemd/): cowrun serve on a socket systemd
+# opens, and a nightly batch on a timer.  $(prefix)/lib/systemd/system is
+# where systemd looks for /usr and /usr/local; set unitdir for another.
+unitdir ?= $(prefix)/lib/systemd/system
+UNITS_IN = $(wildcard systemd/*.in)
+UNITS = $(filter-out $(UNITS_IN),$(wildcard systemd/cowrun-*)) $(UNITS_IN:.in=)
 DESTDIR ?=
 CC ?= gcc
 CFLAGS ?= -O2 -g
@@ -40,11 +47,13 @@ DEB_BUNDLED = liblapacke-dev libopenblas-dev
 #   tests: cmocka (unit), bats (CLI), a loopback sshd and ssh (cowrun-cluster),
 #     strace (how report files are written); a one-node Slurm of the test's
 #     own (tests/helpers/slurm-loopback: munged, slurmctld, slurmd and the
-#     clients, for cowrun-cluster --slurm)
-#     the metrics file read back by a real Prometheus text-format parser
-#     (python3-prometheus-client, for Debian's python3)
+#     clients, for cowrun-cluster --slurm); systemd for systemd-socket-activate
+#     (cowrun serve started on a socket systemd's way) and systemd-analyze
+#     (the example units verified); the metrics file read back by a real
+#     Prometheus text-format parser (python3-prometheus-client, for Debian's
+#     python3)
 DEB_TEST = libcmocka-dev bats openssh-server openssh-client strace \
-	slurmctld slurmd slurm-client munge python3-prometheus-client
+	slurmctld slurmd slurm-client munge systemd python3-prometheus-client
 #   the GNU Parallel modes (compare, cowrun-cluster); plots (gnuplot, and
 #   the DejaVu font they name); benchmarks (hyperfine; GNU time for peak
 #   RSS; python3, its standard library only, for compare/advice's fit);
@@ -240,12 +249,18 @@ install: all build/cowrun.1
 		-e "s|@VERSION@|$$(bin/cowrun --version | cut -d' ' -f2)|" \
 		build-aux/cowrun.pc.in > $(DESTDIR)$(libdir)/pkgconfig/cowrun.pc
 	install -m 644 build/cowrun.1 $(DESTDIR)$(mandir)/man1/cowrun.1
+	install -d $(DESTDIR)$(unitdir)
+	for u in $(notdir $(UNITS)); do \
+		if [ -f systemd/$$u.in ]; then sed -e 's|@bindir@|$(bindir)|g' systemd/$$u.in; \
+		else cat systemd/$$u; fi > $(DESTDIR)$(unitdir)/$$u && \
+		chmod 644 $(DESTDIR)$(unitdir)/$$u || exit 1; done
 
 uninstall:
 	rm -f $(DESTDIR)$(bindir)/cowrun $(DESTDIR)$(bindir)/cowrun-cluster \
 		$(DESTDIR)$(bindir)/cowrun-cluster-slurm \
 		$(DESTDIR)$(includedir)/cowrun.h $(DESTDIR)$(libdir)/pkgconfig/cowrun.pc \
 		$(DESTDIR)$(mandir)/man1/cowrun.1 $(addprefix $(DESTDIR)$(workloaddir)/,$(notdir $(BUNDLED)))
+	rm -f $(addprefix $(DESTDIR)$(unitdir)/,$(notdir $(UNITS)))
 	-rmdir $(DESTDIR)$(workloaddir) $(DESTDIR)$(libdir)/cowrun 2>/dev/null
 
 # mutants: plant each bug of tests/mutants/list in a scratch copy

@@ -338,7 +338,10 @@ int hold_standard_fds(void)
 		if (fcntl(fd, F_GETFD) >= 0 || errno != EBADF)
 			continue;
 		closed |= 1 << fd;
-		int null = open("/dev/null", O_RDWR);
+		/* Read-only: a write to it fails (EBADF) as it would on the
+		 * closed descriptor, in this process and in those it hands
+		 * the descriptor to (a served batch's leader). */
+		int null = open("/dev/null", O_RDONLY);
 		if (null >= 0 && null != fd) {
 			dup2(null, fd);
 			close(null);

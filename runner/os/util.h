@@ -77,9 +77,10 @@ int create_new_at(int dirfd, const char *path, int flags, mode_t mode);
  * SLURM_CPUS_PER_TASK.  Counted once. */
 int cpu_count(void);
 
-/* Open /dev/null on any of descriptors 0, 1 and 2 that is closed, so no
- * file the run opens later takes its place (a joblog receiving the
- * summary).  Returns a bit mask of those that were closed (1 << fd). */
+/* Open /dev/null, read-only, on any of descriptors 0, 1 and 2 that is
+ * closed, so no file the run opens later takes its place (a joblog
+ * receiving the summary) and writes to it still fail.  Returns a bit mask
+ * of those that were closed (1 << fd). */
 int hold_standard_fds(void);
 
 /* Open the directory `path` for openat() and friends, its last component

@@ -1,7 +1,9 @@
 /*
  * generation.c - one generation of `cowrun serve`: the workload's setup,
- * once, then a leader per request, the workers of its running batches
- * kept within --max-workers.  See serve.h.
+ * once, then a leader per request once the master has granted the
+ * batch's workers (the cap is the whole server's: ledger.h).  A request
+ * whose client goes away before its batch starts gets no leader.  See
+ * serve.h.
  */
 #define _GNU_SOURCE
 #include "serve_internal.h"
@@ -28,13 +30,16 @@
 struct leader_slot {
 	pid_t pid;               /* 0: free */
 	pid_t client;
-	size_t workers;
+	size_t workers;          /* granted and not given back yet */
 };
 
-/* A request waiting for workers to come free: its descriptors
- * (connection, stdout, stderr, output directory, maybe the joblog and its
- * journal; -1 where none) and what it wants. */
+/* A request waiting for its workers: its descriptors (connection,
+ * stdout, stderr, output directory, maybe the joblog and its journal; -1
+ * where none) and what it wants. */
 struct queued {
+	int used;
+	uint32_t ticket;
+	pid_t client;
 	int fds[LEADER_FDS];
 	struct proto_request rq;
 	size_t want;
@@ -44,14 +49,16 @@ static struct generation_state {
 	int chan;
 	unsigned id;
 	const struct serve_hooks *hooks;
-	size_t max_workers, in_use, nleaders;
+	size_t max_workers, nleaders, nqueued;
+	uint32_t next_ticket;
 	struct leader_slot leaders[MAX_LEADERS];
 	struct queued queue[MAX_QUEUE];
-	size_t qhead, qlen;
+	int release[2];          /* leaders stuck on output write their pid */
 	int retiring;
 } G;
 
-static void note(int kind, pid_t pid, pid_t client, size_t workers, const char *text)
+static void note(int kind, pid_t pid, pid_t client, size_t workers, uint32_t ticket,
+		 const char *text)
 {
 	static struct gen_note n;
 
@@ -60,6 +67,7 @@ static void note(int kind, pid_t pid, pid_t client, size_t workers, const char *
 	n.pid = pid;
 	n.client_pid = client;
 	n.workers = (int32_t)workers;
+	n.ticket = ticket;
 	snprintf(n.text, sizeof n.text, "%s", text ? text : "");
 	size_t len = offsetof(struct gen_note, text) + strlen(n.text) + 1;
 	if (G.chan >= 0 && send(G.chan, &n, len, MSG_NOSIGNAL) < 0 && errno != EAGAIN) {
@@ -75,87 +83,166 @@ static void close_fds(int fds[LEADER_FDS])
 			close(fds[i]);
 }
 
-/* In a leader: none of the generation's descriptors. */
-static void close_in_leader(void *ctx)
+static void drop_queued(struct queued *q)
 {
-	(void)ctx;
+	close_fds(q->fds);
+	q->used = 0;
+	G.nqueued--;
+}
+
+/* In a leader: none of the generation's descriptors but release[1] and
+ * those of its own request (ctx). */
+static void close_in_leader(const void *ctx)
+{
 	if (G.chan >= 0)
 		close(G.chan);
+	close(G.release[0]);
 	serve_signals_close();
-	for (size_t i = 0; i < G.qlen; i++)
-		close_fds(G.queue[(G.qhead + i) % MAX_QUEUE].fds);
+	for (size_t i = 0; i < MAX_QUEUE; i++)
+		if (G.queue[i].used && &G.queue[i] != ctx)
+			close_fds(G.queue[i].fds);
 }
 
-static void start_leader(struct queued *q)
+/* Any input or hangup on a connection whose request was read means the
+ * client is gone (as a leader would take it). */
+static int client_gone(int conn)
 {
+	struct pollfd p = { conn, POLLIN, 0 };
+
+	return poll(&p, 1, 0) > 0;
+}
+
+static struct leader_slot *free_slot(void)
+{
+	for (size_t i = 0; i < MAX_LEADERS; i++)
+		if (G.leaders[i].pid == 0)
+			return &G.leaders[i];
+	return NULL;
+}
+
+/* Start q's batch with `workers`, or give them back.  q is dropped. */
+static void start_leader(struct queued *q, size_t workers)
+{
+	struct leader_slot *slot = free_slot();
+	pid_t pid = -1;
+
+	if (client_gone(q->fds[0]))
+		serve_log("generation %u: client pid %ld went away before its batch started",
+			  G.id, (long)q->client);
+	else if (slot == NULL)
+		proto_reply(q->fds[0], PROTO_ERROR, 255, "server busy: too many batches running");
+	else if ((pid = leader_start(G.hooks, &q->rq, workers, q->fds, G.release[1],
+				     close_in_leader, q)) < 0)
+		proto_reply(q->fds[0], PROTO_ERROR, 254, "cannot fork the batch's leader");
+	if (pid > 0) {
+		*slot = (struct leader_slot){ pid, q->client, workers };
+		G.nleaders++;
+		note(NOTE_START, pid, q->client, workers, q->ticket, NULL);
+	} else if (workers > 0)
+		note(NOTE_FREE, 0, q->client, workers, q->ticket, NULL);
+	drop_queued(q);
+}
+
+/* The master granted a waiting batch its workers. */
+static void granted(const struct gen_grant *gr)
+{
+	for (size_t i = 0; i < MAX_QUEUE; i++)
+		if (G.queue[i].used && G.queue[i].ticket == gr->ticket) {
+			start_leader(&G.queue[i], gr->workers);
+			return;
+		}
+	note(NOTE_FREE, 0, 0, gr->workers, gr->ticket, NULL);   /* withdrawn meanwhile */
+}
+
+static struct queued *queue_slot(void)
+{
+	for (size_t i = 0; i < MAX_QUEUE; i++)
+		if (!G.queue[i].used)
+			return &G.queue[i];
+	return NULL;
+}
+
+/* A run request with its descriptors: ask the master for its workers, or
+ * start it at once if it runs no task. */
+static void queue_request(const unsigned char *buf, size_t n, const int *fds, size_t nfds)
+{
+	struct queued *q = queue_slot();
 	struct ucred cred = { 0, 0, 0 };
 	socklen_t len = sizeof cred;
-	size_t slot = 0;
+	const char *why;
 
-	getsockopt(q->fds[0], SOL_SOCKET, SO_PEERCRED, &cred, &len);
-	while (G.leaders[slot].pid != 0)
-		slot++;
-	pid_t pid = leader_start(G.hooks, &q->rq, q->want, q->fds, close_in_leader, NULL);
-	if (pid < 0)
-		proto_reply(q->fds[0], PROTO_ERROR, 254, "cannot fork the batch's leader");
-	close_fds(q->fds);
-	if (pid < 0)
+	if (q == NULL || (nfds != 4 && nfds != 6)) {
+		if (q == NULL && nfds > 0)
+			proto_reply(fds[0], PROTO_ERROR, 255, "server busy: too many requests waiting");
+		for (size_t i = 0; i < nfds; i++)
+			close(fds[i]);
 		return;
-	G.leaders[slot] = (struct leader_slot){ pid, cred.pid, q->want };
-	G.nleaders++;
-	G.in_use += q->want;
-	note(NOTE_START, pid, cred.pid, q->want, NULL);
-}
-
-/* Start queued requests, in order, while workers are free under the cap:
- * a batch gets its -j, or what is left of the cap if less. */
-static void start_queued(void)
-{
-	while (G.qlen > 0 && G.nleaders < MAX_LEADERS) {
-		struct queued *q = &G.queue[G.qhead];
-		/* What is free of the cap, up to its -j; none free: it waits. */
-		if (q->want > 0 && G.in_use >= G.max_workers)
-			return;
-		if (q->want > G.max_workers - G.in_use)
-			q->want = G.max_workers - G.in_use;
-		G.qhead = (G.qhead + 1) % MAX_QUEUE;
-		G.qlen--;
-		start_leader(q);
 	}
+	memset(q, 0, sizeof *q);
+	for (int i = 0; i < LEADER_FDS; i++)
+		q->fds[i] = i < (int)nfds ? fds[i] : -1;
+	if (proto_decode_request(buf, n, &q->rq, &why) != 0) {
+		close_fds(q->fds);
+		return;
+	}
+	getsockopt(q->fds[0], SOL_SOCKET, SO_PEERCRED, &cred, &len);
+	q->used = 1;
+	q->ticket = ++G.next_ticket;
+	q->client = cred.pid;
+	q->want = G.hooks->want_workers(G.hooks->ctx, &q->rq);
+	if (q->want > G.max_workers)
+		q->want = G.max_workers;
+	G.nqueued++;
+	if (q->want == 0)
+		start_leader(q, 0);
+	else
+		note(NOTE_WANT, 0, q->client, q->want, q->ticket, NULL);
 }
 
-/* A request from the master, with its four descriptors. */
-static void take_request(void)
+/* A message from the master: a request, a grant, or retire. */
+static void read_chan(void)
 {
 	unsigned char buf[PROTO_MSG_MAX];
 	int fds[PROTO_FDS_MAX];
 	size_t nfds;
 	long n = proto_recv(G.chan, buf, sizeof buf, fds, &nfds);
-	const char *why;
+	struct gen_grant gr;
 
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return;
-	if (n <= 0 || (n == 4 && memcmp(buf, RETIRE_MESSAGE, 4) == 0)) {
-		G.retiring = 1;   /* the master closed, or retires us */
-		return;
+	if (n <= 0) {   /* the master is gone */
+		close(G.chan);
+		G.chan = -1;
+		G.retiring = 1;
+	} else if (n == 4 && memcmp(buf, RETIRE_MESSAGE, 4) == 0)
+		G.retiring = 1;
+	else if (n == (long)sizeof gr && memcmp(buf, GRANT_MAGIC, 4) == 0) {
+		memcpy(&gr, buf, sizeof gr);
+		granted(&gr);
+	} else
+		queue_request(buf, (size_t)n, fds, nfds);
+}
+
+/* Waiting requests whose client went away: withdrawn. */
+static void check_queued(const struct pollfd *pfd, const size_t *at, size_t n)
+{
+	for (size_t j = 0; j < n; j++) {
+		struct queued *q = &G.queue[at[j]];
+		if (!pfd[j].revents || !q->used || q->fds[0] != pfd[j].fd)
+			continue;
+		serve_log("generation %u: client pid %ld went away while its batch waited for workers",
+			  G.id, (long)q->client);
+		note(NOTE_WITHDRAW, 0, q->client, 0, q->ticket, NULL);
+		drop_queued(q);
 	}
-	struct queued q = { { -1, -1, -1, -1, -1, -1 }, { 0 }, 0 };
-	if ((nfds != 4 && nfds != 6) || proto_decode_request(buf, (size_t)n, &q.rq, &why) != 0) {
-		for (size_t i = 0; i < nfds; i++)
-			close(fds[i]);
-		return;
-	}
-	memcpy(q.fds, fds, nfds * sizeof *fds);
-	if (G.qlen == MAX_QUEUE) {
-		proto_reply(q.fds[0], PROTO_ERROR, 255, "server busy: too many requests waiting");
-		close_fds(q.fds);
-		return;
-	}
-	q.want = G.hooks->want_workers(G.hooks->ctx, &q.rq);
-	if (q.want > G.max_workers)
-		q.want = G.max_workers;
-	G.queue[(G.qhead + G.qlen++) % MAX_QUEUE] = q;
-	start_queued();
+}
+
+static struct leader_slot *find_leader(pid_t pid)
+{
+	for (size_t i = 0; pid > 0 && i < MAX_LEADERS; i++)
+		if (G.leaders[i].pid == pid)
+			return &G.leaders[i];
+	return NULL;
 }
 
 /* Reap the leaders that ended (and nothing else is a child here). */
@@ -164,15 +251,28 @@ static void reap_leaders(void)
 	pid_t pid;
 
 	while ((pid = waitpid(-1, NULL, WNOHANG)) > 0 || (pid < 0 && errno == EINTR)) {
-		for (size_t i = 0; pid > 0 && i < MAX_LEADERS; i++)
-			if (G.leaders[i].pid == pid) {
-				G.in_use -= G.leaders[i].workers;
-				G.nleaders--;
-				G.leaders[i].pid = 0;
-				note(NOTE_END, pid, G.leaders[i].client, 0, NULL);
-			}
+		struct leader_slot *s = find_leader(pid);
+		if (s == NULL)
+			continue;
+		note(NOTE_END, pid, s->client, s->workers, 0, NULL);
+		s->pid = 0;
+		G.nleaders--;
 	}
-	start_queued();
+}
+
+/* Leaders stuck on their client's output with no worker left give their
+ * workers back. */
+static void read_releases(void)
+{
+	pid_t pid;
+
+	while (read(G.release[0], &pid, sizeof pid) == (ssize_t)sizeof pid) {
+		struct leader_slot *s = find_leader(pid);
+		if (s == NULL || s->workers == 0)
+			continue;
+		note(NOTE_FREE, pid, s->client, s->workers, 0, NULL);
+		s->workers = 0;
+	}
 }
 
 /* SIGTERM to every leader: the first stops its batch, the second (sent
@@ -190,12 +290,13 @@ static void signal_leaders(void)
 static void kill_batches(void)
 {
 	signal_leaders();
-	while (G.qlen > 0) {
-		struct queued *q = &G.queue[G.qhead];
+	for (size_t i = 0; i < MAX_QUEUE; i++) {
+		struct queued *q = &G.queue[i];
+		if (!q->used)
+			continue;
 		proto_reply(q->fds[0], PROTO_ERROR, 143, "the server stopped before the batch started");
-		close_fds(q->fds);
-		G.qhead = (G.qhead + 1) % MAX_QUEUE;
-		G.qlen--;
+		note(NOTE_WITHDRAW, 0, q->client, 0, q->ticket, NULL);
+		drop_queued(q);
 	}
 	G.retiring = 1;
 }
@@ -230,6 +331,34 @@ static int run_setup(char *why, size_t size)
 	return rc;
 }
 
+/* Poll everything once and act on it.  Returns -1 if poll failed. */
+static int generation_step(int killed)
+{
+	struct pollfd pfd[3 + MAX_QUEUE];
+	size_t at[MAX_QUEUE], nq = 0;
+
+	pfd[0] = (struct pollfd){ serve_wake_fd(), POLLIN, 0 };
+	pfd[1] = (struct pollfd){ G.chan, POLLIN, 0 };
+	pfd[2] = (struct pollfd){ G.release[0], POLLIN, 0 };
+	for (size_t i = 0; i < MAX_QUEUE; i++)
+		if (G.queue[i].used) {
+			pfd[3 + nq] = (struct pollfd){ G.queue[i].fds[0], POLLIN, 0 };
+			at[nq++] = i;
+		}
+	if (poll(pfd, 3 + nq, killed ? KILL_REPEAT_MS : -1) < 0 && errno != EINTR)
+		return -1;
+	if (killed)
+		signal_leaders();
+	if (serve_take_chld())
+		reap_leaders();
+	if (pfd[2].revents)
+		read_releases();
+	check_queued(pfd + 3, at, nq);
+	if (pfd[1].revents && G.chan >= 0)
+		read_chan();
+	return 0;
+}
+
 void generation_main(int chan, unsigned id, const struct serve_config *cfg,
 		     const struct serve_hooks *hooks)
 {
@@ -243,26 +372,19 @@ void generation_main(int chan, unsigned id, const struct serve_config *cfg,
 	G.id = id;
 	G.hooks = hooks;
 	G.max_workers = cfg->max_workers ? cfg->max_workers : (size_t)cpu_count();
-	if (serve_signals_init() != 0 || run_setup(why, sizeof why) != 0) {
-		note(NOTE_FAILED, getpid(), 0, 0, why);
+	if (serve_signals_init() != 0 || pipe2(G.release, O_CLOEXEC | O_NONBLOCK) != 0 ||
+	    run_setup(why, sizeof why) != 0) {
+		note(NOTE_FAILED, getpid(), 0, 0, 0, why);
 		_exit(255);
 	}
-	note(NOTE_READY, getpid(), 0, 0, NULL);
-	while (!G.retiring || G.nleaders > 0 || G.qlen > 0) {
-		struct pollfd pfd[2] = { { serve_wake_fd(), POLLIN, 0 },
-					 { G.retiring ? -1 : G.chan, POLLIN, 0 } };
-		if (poll(pfd, 2, killed ? KILL_REPEAT_MS : -1) < 0 && errno != EINTR)
+	note(NOTE_READY, getpid(), 0, 0, 0, NULL);
+	while (!G.retiring || G.nleaders > 0 || G.nqueued > 0) {
+		if (generation_step(killed) != 0)
 			break;
-		if (killed)
-			signal_leaders();
-		if (serve_take_chld())
-			reap_leaders();
 		if (serve_terms() > 0 && !killed) {
 			killed = 1;
 			kill_batches();
 		}
-		if (pfd[1].revents)
-			take_request();
 	}
 	_exit(0);
 }

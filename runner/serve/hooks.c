@@ -10,8 +10,10 @@
 #include "os/util.h"
 #include "run/run.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 /* The server's command line and, in a generation, its setup. */
 static struct served {
@@ -72,7 +74,9 @@ static int served_run(void *ctx, const struct proto_request *rq, size_t workers,
 
 	if (rc != 0)
 		return rc;
-	run_note_stdout_closed(0);   /* standard output is the client's now */
+	/* Standard output is the client's now: not open for writing, it
+	 * was closed there (submit holds its place read-only). */
+	run_note_stdout_closed((fcntl(STDOUT_FILENO, F_GETFL) & O_ACCMODE) == O_RDONLY);
 	cfg.jobs = (struct jobs_spec){ JOBS_ABSOLUTE, workers ? (long long)workers : 1 };
 	b.workload = s->b.workload;
 	b.state = s->b.state;

@@ -1,18 +1,25 @@
 /*
  * master.c - the master of `cowrun serve`: owns the socket and the
- * generations, checks every connection and request, never runs a setup.
- * See serve.h.
+ * generations, checks every connection and request, grants every batch
+ * its workers under the server-wide cap (ledger.h), replaces a lost
+ * generation, never runs a setup.  See serve.h.
+ *
+ * A connection it closes after a reply is shut down and drained first
+ * (reply_and_close()): closing on an unread request would reset it, and
+ * the client would lose the reply.  A peer whose uid is refused costs a
+ * reply and that close, as soon as its credentials are read; the log
+ * counts such refusals, one line per REFUSAL_LOG_S at most.
  */
 #define _GNU_SOURCE
 #include "serve.h"
 #include "serve_internal.h"
+#include "ledger.h"
 #include "os/util.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
-#include <stdarg.h>
 #include <stddef.h>
 #include <signal.h>
 #include <stdio.h>
@@ -27,6 +34,11 @@
 #define MAX_GENERATIONS 8
 #define MAX_PENDING 64           /* connections whose request is awaited */
 #define MAX_RUNNING 256          /* batches a generation reports running */
+#define ACCEPT_BURST 64          /* connections taken per wake-up */
+#define RETRIES 5                /* setups tried when no generation serves */
+#define RETRY_FIRST_MS 200       /* the wait before the second; doubled */
+#define REFUSAL_LOG_S 10         /* a line about refused peers at most this often */
+#define MS 1000000ull
 
 enum gen_state { GEN_FREE, GEN_LOADING, GEN_READY, GEN_RETIRING };
 
@@ -41,6 +53,7 @@ struct generation {
 	pid_t pid;
 	int chan;                /* -1 once closed */
 	int reload_conn;         /* a --reload client waiting for this one */
+	int failed;              /* its setup's failure was told */
 	struct running run[MAX_RUNNING];
 	size_t nrun;
 };
@@ -48,32 +61,32 @@ struct generation {
 struct pending {
 	int fd;                  /* -1: free */
 	uint64_t deadline_ns;
-	int refused;             /* its uid may not: read, answer, close */
+};
+
+/* Refused peers, counted between log lines. */
+struct refusals {
+	uint64_t window_end;     /* 0: the next one is logged in full */
+	unsigned long long count;
+	long last_uid;
 };
 
 static struct master {
 	const struct serve_config *cfg;
 	const struct serve_hooks *hooks;
 	int listen_fd;
+	int created_socket;      /* 0: systemd's, never unlinked */
 	struct generation gens[MAX_GENERATIONS];
 	struct pending pending[MAX_PENDING];
+	struct refusals refused;
 	unsigned next_id;
 	int stopping;            /* 1: draining, 2: killing */
+	int ever_ready, retries, gave_up;
+	uint64_t retry_at;       /* 0: none scheduled */
 	int status;              /* the exit status */
-	unsigned long long requests;
+	unsigned long long requests, batches;
 } M;
 
-static void logx(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void logx(const char *fmt, ...)
-{
-	char line[1024];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(line, sizeof line, fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "cowrun serve[%ld]: %s\n", (long)getpid(), line);
-}
+#define logx serve_log
 
 static struct generation *current(void)
 {
@@ -91,10 +104,32 @@ static struct generation *loading(void)
 	return NULL;
 }
 
-static void close_pending(size_t i)
+/* Reply, then close so that the reply reaches the peer: shut the
+ * connection down (the peer can send no more), read what it had sent
+ * (its descriptors closed), close. */
+static void reply_and_close(int fd, unsigned type, int status, const char *text)
+{
+	unsigned char buf[PROTO_MSG_MAX];
+	int fds[PROTO_FDS_MAX];
+	size_t nfds;
+
+	if (text)
+		proto_reply(fd, type, status, text);
+	shutdown(fd, SHUT_RDWR);
+	for (;;) {
+		long n = proto_recv(fd, buf, sizeof buf, fds, &nfds);
+		for (size_t i = 0; i < nfds; i++)
+			close(fds[i]);
+		if (n == 0 || (n < 0 && errno != EMSGSIZE))
+			break;
+	}
+	close(fd);
+}
+
+static void close_pending(size_t i, const char *reply)
 {
 	if (M.pending[i].fd >= 0)
-		close(M.pending[i].fd);
+		reply_and_close(M.pending[i].fd, PROTO_ERROR, 255, reply);
 	M.pending[i].fd = -1;
 }
 
@@ -104,7 +139,8 @@ static void close_master_fds(void)
 	if (M.listen_fd >= 0)
 		close(M.listen_fd);
 	for (size_t i = 0; i < MAX_PENDING; i++)
-		close_pending(i);
+		if (M.pending[i].fd >= 0)
+			close(M.pending[i].fd);
 	for (size_t i = 0; i < MAX_GENERATIONS; i++) {
 		if (M.gens[i].chan >= 0)
 			close(M.gens[i].chan);
@@ -114,26 +150,38 @@ static void close_master_fds(void)
 	serve_signals_close();
 }
 
+static struct generation *free_generation(void)
+{
+	for (size_t i = 0; i < MAX_GENERATIONS; i++)
+		if (M.gens[i].state == GEN_FREE)
+			return &M.gens[i];
+	return NULL;
+}
+
+static void fork_failed(int reload_conn, const char *why)
+{
+	logx("cannot start a generation: %s", why);
+	if (reload_conn >= 0)
+		reply_and_close(reload_conn, PROTO_ERROR, 255, why);
+}
+
 /* Fork a generation; `reload_conn` (or -1) hears how it went.  Returns
  * 0, or -1 after a reply or a message. */
 static int start_generation(int reload_conn)
 {
-	struct generation *g = NULL;
+	struct generation *g = free_generation();
 	int sv[2];
 
-	for (size_t i = 0; i < MAX_GENERATIONS && g == NULL; i++)
-		if (M.gens[i].state == GEN_FREE)
-			g = &M.gens[i];
-	const char *why = loading() ? "a reload is already under way"
-			 : g == NULL ? "too many generations still finishing their batches" : NULL;
-	if (why == NULL && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0)
-		why = strerror(errno);
-	if (why) {
-		logx("cannot start a generation: %s", why);
-		if (reload_conn >= 0) {
-			proto_reply(reload_conn, PROTO_ERROR, 255, why);
-			close(reload_conn);
-		}
+	if (loading() || g == NULL) {
+		fork_failed(reload_conn, loading() ? "a reload is already under way"
+			    : "too many generations still finishing their batches");
+		return -1;
+	}
+	/* The master's end never blocks; the generation's does (its notes
+	 * are never dropped). */
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0 ||
+	    fcntl(sv[0], F_SETFL, O_NONBLOCK) != 0) {
+		fork_failed(reload_conn, strerror(errno));
 		return -1;
 	}
 	unsigned id = ++M.next_id;
@@ -149,14 +197,10 @@ static int start_generation(int reload_conn)
 	close(sv[1]);
 	if (pid < 0) {
 		close(sv[0]);
-		logx("cannot fork a generation: %s", strerror(errno));
-		if (reload_conn >= 0) {
-			proto_reply(reload_conn, PROTO_ERROR, 255, "cannot fork a generation");
-			close(reload_conn);
-		}
+		fork_failed(reload_conn, "cannot fork a generation");
 		return -1;
 	}
-	*g = (struct generation){ GEN_LOADING, id, pid, sv[0], reload_conn, { { 0, 0, 0 } }, 0 };
+	*g = (struct generation){ GEN_LOADING, id, pid, sv[0], reload_conn, 0, { { 0, 0, 0 } }, 0 };
 	logx("generation %u (pid %ld): setup started", id, (long)pid);
 	return 0;
 }
@@ -174,8 +218,7 @@ static void answer_reload(struct generation *g, unsigned type, int status, const
 {
 	if (g->reload_conn < 0)
 		return;
-	proto_reply(g->reload_conn, type, status, text);
-	close(g->reload_conn);
+	reply_and_close(g->reload_conn, type, status, text);
 	g->reload_conn = -1;
 }
 
@@ -188,6 +231,8 @@ static void generation_ready(struct generation *g)
 	if (old)
 		retire(old);
 	g->state = GEN_READY;
+	M.ever_ready = 1;
+	M.retries = 0;
 	snprintf(text, sizeof text, "generation %u (pid %ld) is ready%s", g->id, (long)g->pid,
 		 old ? "; the previous one finishes its batches and exits" : "");
 	logx("%s", text);
@@ -196,59 +241,151 @@ static void generation_ready(struct generation *g)
 		retire(g);
 }
 
+/* Said once per generation: the first account (its own note, with the
+ * setup's messages, comes before its exit). */
 static void generation_failed(struct generation *g, const char *why)
 {
 	struct generation *old = current();
 	char text[PROTO_TEXT_MAX - 256];
 
-	snprintf(text, sizeof text, "reload failed: generation %u's setup failed%s%s; %s", g->id,
-		 why[0] ? ": " : "", why, old ? "the previous generation still serves" :
-		 "no generation serves");
+	if (g->failed)
+		return;
+	g->failed = 1;
+	snprintf(text, sizeof text, "%sgeneration %u's setup failed%s%s; %s",
+		 g->reload_conn >= 0 ? "reload failed: " : "", g->id, why[0] ? ": " : "", why,
+		 old ? "the previous generation still serves" : "no generation serves");
 	logx("%s", text);
 	answer_reload(g, PROTO_ERROR, 255, text);
 }
 
-static void forget_batch(struct generation *g, pid_t leader)
+/* ---- workers: the ledger's grants ---- */
+
+static int gen_index(const struct generation *g)
 {
-	for (size_t i = 0; i < g->nrun; i++)
-		if (g->run[i].leader == leader) {
-			g->run[i] = g->run[--g->nrun];
-			return;
-		}
+	return (int)(g - M.gens);
 }
 
-/* One note from a generation, or its channel closed. */
-static void read_note(struct generation *g)
+/* Send every grant the ledger can make now. */
+static void grant_all(void)
+{
+	struct ledger_grant gr;
+
+	while (ledger_next(&gr)) {
+		struct generation *g = &M.gens[gr.gen];
+		struct gen_grant msg = { GRANT_MAGIC, gr.ticket, (uint32_t)gr.workers };
+		if (g->chan < 0 || send(g->chan, &msg, sizeof msg, MSG_NOSIGNAL) != (ssize_t)sizeof msg) {
+			logx("generation %u: cannot pass on a grant of %zu workers", g->id, gr.workers);
+			ledger_free(gr.gen, gr.workers);
+		}
+	}
+}
+
+static struct running *find_batch(struct generation *g, pid_t leader)
+{
+	for (size_t i = 0; leader > 0 && i < g->nrun; i++)
+		if (g->run[i].leader == leader)
+			return &g->run[i];
+	return NULL;
+}
+
+/* A note about a batch's workers. */
+static void batch_note(struct generation *g, const struct gen_note *n)
+{
+	struct running *r = find_batch(g, n->pid);
+
+	switch (n->kind) {
+	case NOTE_WANT:
+		if (ledger_want(gen_index(g), n->ticket, (size_t)n->workers) != 0)
+			logx("generation %u: too many batches waiting", g->id);
+		break;
+	case NOTE_WITHDRAW: ledger_withdraw(gen_index(g), n->ticket); break;
+	case NOTE_START:
+		M.batches++;
+		if (g->nrun < MAX_RUNNING)
+			g->run[g->nrun++] = (struct running){ n->pid, n->client_pid, n->workers };
+		break;
+	case NOTE_FREE:
+	case NOTE_END:
+		ledger_free(gen_index(g), (size_t)n->workers);
+		if (r && n->kind == NOTE_FREE)
+			r->workers = 0;
+		if (r && n->kind == NOTE_END)
+			*r = g->run[--g->nrun];
+		break;
+	}
+}
+
+/* One note from a generation, or its channel closed.  Returns 1 if one
+ * was read, 0 if none waits. */
+static int read_note(struct generation *g)
 {
 	struct gen_note note;
 	ssize_t n = recv(g->chan, &note, sizeof note, MSG_DONTWAIT);
 
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
-		return;
+		return 0;
 	if (n <= 0) {
 		close(g->chan);
 		g->chan = -1;
 		if (g->state == GEN_LOADING)
 			generation_failed(g, "it exited");
-		return;
+		return 0;
 	}
-	if ((size_t)n < offsetof(struct gen_note, text))
-		return;
-	note.text[sizeof note.text - 1] = '\0';
-	if (n < (ssize_t)sizeof note)
-		note.text[n > (ssize_t)offsetof(struct gen_note, text) ? n - offsetof(struct gen_note, text) : 0] = '\0';
-	switch (note.kind) {
-	case NOTE_READY: if (g->state == GEN_LOADING) generation_ready(g); break;
-	case NOTE_FAILED: if (g->state == GEN_LOADING) generation_failed(g, note.text); break;
-	case NOTE_START:
-		if (g->nrun < MAX_RUNNING)
-			g->run[g->nrun++] = (struct running){ note.pid, note.client_pid, note.workers };
-		break;
-	case NOTE_END: forget_batch(g, note.pid); break;
+	if ((size_t)n <= offsetof(struct gen_note, text))
+		return 1;
+	note.text[n - offsetof(struct gen_note, text) - 1 < sizeof note.text
+		  ? n - offsetof(struct gen_note, text) - 1 : sizeof note.text - 1] = '\0';
+	if (note.kind == NOTE_READY && g->state == GEN_LOADING)
+		generation_ready(g);
+	else if (note.kind == NOTE_FAILED && g->state == GEN_LOADING)
+		generation_failed(g, note.text);
+	else
+		batch_note(g, &note);
+	return 1;
+}
+
+/* ---- a lost generation ---- */
+
+/* No generation could be set up again: stop, and say so to whoever
+ * waits (the supervisor reads the exit status). */
+static void give_up(void)
+{
+	char why[160];
+
+	snprintf(why, sizeof why, "the server stopped: no generation could be set up in %d tries",
+		 RETRIES);
+	logx("%s", why);
+	M.status = 254;
+	M.gave_up = 1;
+	for (size_t i = 0; i < MAX_PENDING; i++)
+		close_pending(i, why);
+	for (int k = 0; M.listen_fd >= 0 && k < 4096; k++) {
+		int fd = accept4(M.listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+		if (fd < 0)
+			break;
+		reply_and_close(fd, PROTO_ERROR, 254, why);
 	}
 }
 
-/* Reap every child that ended: generations. */
+/* After a generation ended: when none serves or sets up, a new one, at
+ * once the first time, then after a growing wait; RETRIES in all. */
+static void after_loss(void)
+{
+	if (M.stopping || !M.ever_ready || current() || loading() || M.retry_at || M.gave_up)
+		return;
+	if (M.retries >= RETRIES) {
+		give_up();
+		return;
+	}
+	uint64_t wait_ms = M.retries ? (uint64_t)RETRY_FIRST_MS << (M.retries - 1) : 0;
+	M.retries++;
+	M.retry_at = now_ns() + wait_ms * MS + 1;
+	logx("no generation serves: setting up a new one%s (try %d of %d)",
+	     wait_ms ? " after a wait" : "", M.retries, RETRIES);
+}
+
+/* Reap every child that ended: generations.  Their last notes are read
+ * first (a failed setup's messages). */
 static void reap(void)
 {
 	int status;
@@ -260,20 +397,22 @@ static void reap(void)
 			struct generation *g = &M.gens[i];
 			if (g->state == GEN_FREE || g->pid != pid)
 				continue;
+			while (g->chan >= 0 && read_note(g))
+				;
 			describe_wait_status(status, how, sizeof how);
 			logx("generation %u (pid %ld) ended: %s", g->id, (long)pid, how);
 			if (g->state == GEN_LOADING)
 				generation_failed(g, how);
-			int was_ready = g->state == GEN_READY;
 			if (g->chan >= 0)
 				close(g->chan);
 			answer_reload(g, PROTO_ERROR, 255, "the generation ended");
+			ledger_forget((int)i);
 			memset(g, 0, sizeof *g);
 			g->chan = g->reload_conn = -1;
-			if (was_ready && !M.stopping)
-				start_generation(-1);
 		}
 	}
+	after_loss();
+	grant_all();
 }
 
 /* ---- connections and requests ---- */
@@ -288,35 +427,68 @@ static int uid_allowed(uid_t uid)
 	return 0;
 }
 
-/* Accept what waits.  A peer whose uid is not allowed is answered once
- * its request is read (closing on an unread request would reset the
- * connection, and the peer would not hear why). */
-static void accept_all(void)
+/* The log's line about refused peers: the first in full, then a count
+ * per REFUSAL_LOG_S while they go on (flush_refusals()). */
+static void log_refusal(long uid, long pid)
 {
-	for (int k = 0; k < 32; k++) {
-		int fd = accept4(M.listen_fd, NULL, NULL, SOCK_CLOEXEC);
-		if (fd < 0)
-			return;
-		struct ucred cred;
-		socklen_t len = sizeof cred;
-		int refused = getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 ||
-			      !uid_allowed(cred.uid);
-		if (refused)
-			logx("refused a connection from uid %ld (pid %ld)", (long)cred.uid, (long)cred.pid);
-		size_t i = 0;
-		while (i < MAX_PENDING && M.pending[i].fd >= 0)
-			i++;
-		if (i == MAX_PENDING) {
-			proto_reply(fd, PROTO_ERROR, 255, "server busy: too many connections waiting");
-			close(fd);
-			continue;
-		}
-		M.pending[i] = (struct pending){ fd, now_ns() + (uint64_t)M.cfg->read_timeout_ms * 1000000u,
-						 refused };
+	uint64_t now = now_ns();
+
+	if (M.refused.window_end != 0 && now < M.refused.window_end) {
+		M.refused.count++;
+		M.refused.last_uid = uid;
+		return;
 	}
+	logx("refused a connection from uid %ld (pid %ld); more are counted, a line per %d s",
+	     uid, pid, REFUSAL_LOG_S);
+	M.refused.window_end = now + REFUSAL_LOG_S * 1000 * MS;
+}
+
+static void flush_refusals(uint64_t now)
+{
+	if (M.refused.window_end == 0 || now < M.refused.window_end)
+		return;
+	if (M.refused.count == 0) {
+		M.refused.window_end = 0;
+		return;
+	}
+	logx("refused %llu more connections in the last %d s (the last from uid %ld)",
+	     M.refused.count, REFUSAL_LOG_S, M.refused.last_uid);
+	M.refused.count = 0;
+	M.refused.window_end = now + REFUSAL_LOG_S * 1000 * MS;
 }
 
 #define REFUSED_TEXT "permission denied: your uid may not use this server"
+
+/* A new connection: refused at once by its uid, or kept for its request. */
+static void take_connection(int fd)
+{
+	struct ucred cred = { 0, (uid_t)-1, 0 };
+	socklen_t len = sizeof cred;
+	size_t i = 0;
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 || !uid_allowed(cred.uid)) {
+		log_refusal((long)cred.uid, (long)cred.pid);
+		reply_and_close(fd, PROTO_ERROR, 255, REFUSED_TEXT);
+		return;
+	}
+	while (i < MAX_PENDING && M.pending[i].fd >= 0)
+		i++;
+	if (i == MAX_PENDING) {
+		reply_and_close(fd, PROTO_ERROR, 255, "server busy: too many connections waiting");
+		return;
+	}
+	M.pending[i] = (struct pending){ fd, now_ns() + (uint64_t)M.cfg->read_timeout_ms * MS };
+}
+
+static void accept_all(void)
+{
+	for (int k = 0; k < ACCEPT_BURST && M.listen_fd >= 0; k++) {
+		int fd = accept4(M.listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+		if (fd < 0)
+			return;
+		take_connection(fd);
+	}
+}
 
 static size_t status_text(char *buf, size_t size)
 {
@@ -324,8 +496,10 @@ static size_t status_text(char *buf, size_t size)
 
 #define ADD(...) do { int w = snprintf(buf + n, size - n, __VA_ARGS__); \
 		if (w > 0) n = n + (size_t)w < size ? n + (size_t)w : size - 1; } while (0)
-	ADD("server pid %ld, socket %s, max workers %zu, requests %llu%s\n", (long)getpid(),
-	    M.cfg->socket_path, M.cfg->max_workers, M.requests, M.stopping ? ", stopping" : "");
+	ADD("server pid %ld, socket %s, max workers %zu, requests %llu, batches started %llu, "
+	    "workers in use %zu, batches waiting %zu%s\n", (long)getpid(), M.cfg->socket_path,
+	    M.cfg->max_workers, M.requests, M.batches, ledger_in_use(), ledger_waiting(),
+	    M.stopping ? ", stopping" : "");
 	for (size_t i = 0; i < MAX_GENERATIONS; i++) {
 		const struct generation *g = &M.gens[i];
 		static const char *const states[] = { "free", "loading", "ready", "retiring" };
@@ -367,9 +541,34 @@ static const char *forward(int conn, const unsigned char *buf, size_t len, const
 	if (g == NULL || g->chan < 0)
 		return "no generation is ready (see the server's log)";
 	if (proto_send(g->chan, buf, len, all, nfds + 1) != 0)
-		return "cannot pass the request to the generation";
+		return errno == EAGAIN ? "server busy: the generation is not keeping up"
+				       : "cannot pass the request to the generation";
 	M.requests++;
 	return NULL;
+}
+
+/* What a well-formed request asks.  Returns the connection if still the
+ * caller's to close, or -1. */
+static int answer(int conn, const struct proto_request *rq, const unsigned char *buf, size_t n,
+		  const int *fds, size_t nfds)
+{
+	const char *why;
+
+	if (rq->type == PROTO_STATUS) {
+		char text[PROTO_TEXT_MAX];
+		status_text(text, sizeof text);
+		reply_and_close(conn, PROTO_TEXT, 0, text);
+		return -1;
+	}
+	if (rq->type == PROTO_RELOAD) {
+		logx("reload requested");
+		start_generation(conn);
+		return -1;
+	}
+	why = forward(conn, buf, n, fds, nfds);
+	if (why)
+		reply_and_close(conn, PROTO_ERROR, 255, why);
+	return why ? -1 : conn;
 }
 
 /* The request on pending connection i.  The connection is closed or
@@ -387,61 +586,46 @@ static void handle_request(size_t i)
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return;
 	M.pending[i].fd = -1;
-	if (M.pending[i].refused) {
-		for (size_t k = 0; k < nfds; k++)
-			close(fds[k]);
-		proto_reply(conn, PROTO_ERROR, 255, REFUSED_TEXT);
-		close(conn);
-		return;
-	}
-	if (n <= 0) {
-		if (n < 0)
-			proto_reply(conn, PROTO_ERROR, 255, "bad request: message too long or too many descriptors");
-		close(conn);
-		return;
-	}
-	if (proto_decode_request(buf, (size_t)n, &rq, &why) == 0) {
+	if (n < 0)
+		why = "message too long or too many descriptors";
+	else if (n > 0 && proto_decode_request(buf, (size_t)n, &rq, &why) == 0) {
 		if (rq.type == PROTO_RUN)
 			why = check_run_fds(&rq, fds, nfds);
 		else if (nfds != 0)
 			why = "descriptors with a request that takes none";
 	}
-	if (why == NULL && rq.type == PROTO_STATUS) {
-		char text[PROTO_TEXT_MAX];
-		status_text(text, sizeof text);
-		proto_reply(conn, PROTO_TEXT, 0, text);
-	} else if (why == NULL && rq.type == PROTO_RELOAD) {
-		logx("reload requested");
-		start_generation(conn);
-		conn = -1;
-	} else if (why == NULL) {
-		why = forward(conn, buf, (size_t)n, fds, nfds);
-		if (why)
-			proto_reply(conn, PROTO_ERROR, 255, why);
-	} else {
+	if (n == 0)
+		reply_and_close(conn, 0, 0, NULL);
+	else if (why) {
 		char text[256];
 		snprintf(text, sizeof text, "bad request: %s", why);
 		logx("%s", text);
-		proto_reply(conn, PROTO_ERROR, 255, text);
-	}
+		reply_and_close(conn, PROTO_ERROR, 255, text);
+	} else if ((conn = answer(conn, &rq, buf, (size_t)n, fds, nfds)) >= 0)
+		close(conn);
 	for (size_t k = 0; k < nfds; k++)
 		close(fds[k]);
-	if (conn >= 0)
-		close(conn);
 }
 
 /* Connections whose request did not come in time. */
 static void expire_pending(uint64_t now)
 {
 	for (size_t i = 0; i < MAX_PENDING; i++)
-		if (M.pending[i].fd >= 0 && now >= M.pending[i].deadline_ns) {
-			proto_reply(M.pending[i].fd, PROTO_ERROR, 255,
-				    M.pending[i].refused ? REFUSED_TEXT : "no request within the deadline");
-			close_pending(i);
-		}
+		if (M.pending[i].fd >= 0 && now >= M.pending[i].deadline_ns)
+			close_pending(i, "no request within the deadline");
 }
 
 /* ---- the loop ---- */
+
+static void stop_listening(void)
+{
+	if (M.listen_fd < 0)
+		return;
+	close(M.listen_fd);
+	M.listen_fd = -1;
+	if (M.created_socket)
+		unlink(M.cfg->socket_path);
+}
 
 /* SIGTERM/SIGINT: stop accepting, let the batches finish; the second
  * one: have the generations kill them. */
@@ -450,14 +634,10 @@ static void stop(int terms)
 	if (M.stopping == 0 && terms >= 1) {
 		logx("stopping: no new requests; running batches finish");
 		M.stopping = 1;
-		close(M.listen_fd);
-		M.listen_fd = -1;
-		unlink(M.cfg->socket_path);
+		M.retry_at = 0;
+		stop_listening();
 		for (size_t i = 0; i < MAX_PENDING; i++)
-			if (M.pending[i].fd >= 0) {
-				proto_reply(M.pending[i].fd, PROTO_ERROR, 255, "the server is stopping");
-				close_pending(i);
-			}
+			close_pending(i, "the server is stopping");
 		for (size_t i = 0; i < MAX_GENERATIONS; i++) {
 			struct generation *g = &M.gens[i];
 			if (g->state == GEN_LOADING)
@@ -484,12 +664,39 @@ static size_t live_generations(void)
 	return n;
 }
 
+/* When the loop must wake up at the latest (UINT64_MAX: never). */
+static uint64_t next_deadline(void)
+{
+	uint64_t next = M.retry_at ? M.retry_at : UINT64_MAX;
+
+	if (M.refused.window_end && M.refused.window_end < next)
+		next = M.refused.window_end;
+	for (size_t i = 0; i < MAX_PENDING; i++)
+		if (M.pending[i].fd >= 0 && M.pending[i].deadline_ns < next)
+			next = M.pending[i].deadline_ns;
+	return next;
+}
+
+/* Timers: a new generation's turn, the refusals' line, late requests. */
+static void on_time(void)
+{
+	uint64_t now = now_ns();
+
+	if (M.retry_at && now >= M.retry_at) {
+		M.retry_at = 0;
+		if (!M.stopping && start_generation(-1) != 0)
+			after_loss();
+	}
+	flush_refusals(now);
+	expire_pending(now);
+}
+
 /* Poll everything once and act on it. */
 static void master_step(void)
 {
 	struct pollfd pfd[2 + MAX_GENERATIONS + MAX_PENDING];
 	size_t gen_at[MAX_GENERATIONS], pend_at[MAX_PENDING], n = 0, ng = 0, np = 0;
-	uint64_t now = now_ns(), next = UINT64_MAX;
+	uint64_t now = now_ns(), next = next_deadline();
 
 	pfd[n++] = (struct pollfd){ serve_wake_fd(), POLLIN, 0 };
 	pfd[n++] = (struct pollfd){ current() ? M.listen_fd : -1, POLLIN, 0 };
@@ -502,10 +709,8 @@ static void master_step(void)
 		if (M.pending[i].fd >= 0) {
 			pend_at[np++] = i;
 			pfd[n++] = (struct pollfd){ M.pending[i].fd, POLLIN, 0 };
-			if (M.pending[i].deadline_ns < next)
-				next = M.pending[i].deadline_ns;
 		}
-	int timeout = next == UINT64_MAX ? -1 : next <= now ? 0 : (int)((next - now) / 1000000 + 1);
+	int timeout = next == UINT64_MAX ? -1 : next <= now ? 0 : (int)((next - now) / MS + 1);
 	if (poll(pfd, n, timeout) < 0 && errno != EINTR)
 		return;
 	if (serve_take_chld())
@@ -517,13 +722,15 @@ static void master_step(void)
 	}
 	for (size_t j = 0; j < ng; j++)
 		if (pfd[2 + j].revents && M.gens[gen_at[j]].chan == pfd[2 + j].fd)
-			read_note(&M.gens[gen_at[j]]);
+			while (M.gens[gen_at[j]].chan >= 0 && read_note(&M.gens[gen_at[j]]))
+				;
+	grant_all();
 	for (size_t j = 0; j < np; j++)
 		if (pfd[2 + ng + j].revents && M.pending[pend_at[j]].fd == pfd[2 + ng + j].fd)
 			handle_request(pend_at[j]);
 	if (pfd[1].revents && M.listen_fd >= 0)
 		accept_all();
-	expire_pending(now_ns());
+	on_time();
 }
 
 static void write_pidfile(const char *path)
@@ -540,50 +747,71 @@ static void write_pidfile(const char *path)
 	}
 }
 
-int serve_main(const struct serve_config *cfg, const struct serve_hooks *hooks)
+/* The socket: systemd's, or one made here; everything else inherited is
+ * closed first.  Returns 0 or -1 after a message. */
+static int open_socket(const struct serve_config *cfg)
 {
-	int ever_ready = 0;
+	int passed;
 
-	static struct serve_config config;
+	if (serve_take_activation(cfg, &passed) != 0)
+		return -1;
+	serve_close_inherited(passed >= 0 ? passed + 1 : 3);
+	if (passed >= 0) {
+		M.listen_fd = passed;
+		logx("serving the socket systemd passed (%s)", cfg->socket_path);
+		return 0;
+	}
+	if ((M.listen_fd = serve_listen(cfg)) < 0)
+		return -1;
+	M.created_socket = 1;
+	return 0;
+}
 
+static void init_master(const struct serve_config *cfg, const struct serve_hooks *hooks)
+{
 	memset(&M, 0, sizeof M);
-	config = *cfg;
-	if (config.max_workers == 0)
-		config.max_workers = (size_t)cpu_count();
-	M.cfg = cfg = &config;
+	M.cfg = cfg;
 	M.hooks = hooks;
+	M.listen_fd = -1;
 	for (size_t i = 0; i < MAX_PENDING; i++)
 		M.pending[i].fd = -1;
 	for (size_t i = 0; i < MAX_GENERATIONS; i++)
 		M.gens[i].chan = M.gens[i].reload_conn = -1;
-	if ((M.listen_fd = serve_listen(cfg)) < 0)
+	ledger_init(cfg->max_workers);
+}
+
+int serve_main(const struct serve_config *cfg, const struct serve_hooks *hooks)
+{
+	static struct serve_config config;
+
+	config = *cfg;
+	if (config.max_workers == 0)
+		config.max_workers = (size_t)cpu_count();
+	init_master(&config, hooks);
+	cfg = &config;
+	if (open_socket(cfg) != 0)
 		return 255;
 	if (serve_signals_init() != 0) {
 		warnx_("serve: cannot install signal handlers: %s", strerror(errno));
-		close(M.listen_fd);
-		unlink(cfg->socket_path);
+		stop_listening();
 		return 255;
 	}
 	if (cfg->pidfile)
 		write_pidfile(cfg->pidfile);
 	logx("listening on %s, max workers %zu", cfg->socket_path, cfg->max_workers);
 	start_generation(-1);
-	while (live_generations() > 0) {
+	while (live_generations() > 0 || M.retry_at) {
 		master_step();
-		ever_ready |= current() != NULL;
-		if (!ever_ready && !loading() && live_generations() == 0)
+		if (!M.ever_ready && !loading() && live_generations() == 0)
 			break;
 	}
-	if (!ever_ready && !M.stopping) {
+	if (!M.ever_ready && !M.stopping) {
 		warnx_("serve: the first setup failed: not serving");
 		M.status = 255;
 	}
-	if (M.listen_fd >= 0) {
-		close(M.listen_fd);
-		unlink(cfg->socket_path);
-	}
+	stop_listening();
 	if (cfg->pidfile)
 		unlink(cfg->pidfile);
-	logx("stopped");
+	logx("stopped%s", M.status ? " (not serving)" : "");
 	return M.status;
 }

@@ -14,6 +14,7 @@
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -98,7 +99,10 @@ static void serve_usage(void)
 "  --pidfile FILE      write the server's pid to FILE\n"
 "  --read-timeout MS   a request must arrive within MS (default 2000)\n"
 "SIGHUP or cowrun submit --reload: a fresh setup; SIGTERM/SIGINT: finish the\n"
-"running batches and exit (a second one kills them).\n");
+"running batches and exit (a second one kills them).\n"
+"Started by systemd with the socket (ListenSequentialPacket=PATH), it serves\n"
+"that socket and never removes it.  Exit status: 0 stopped by a signal; 255\n"
+"could not start; 254 stopped serving (no setup succeeded after a lost one).\n");
 }
 
 int serve_parse(int argc, char **argv, struct serve_config *cfg)
@@ -139,6 +143,17 @@ int serve_parse(int argc, char **argv, struct serve_config *cfg)
 		return -1;
 	}
 	return i;
+}
+
+void serve_log(const char *fmt, ...)
+{
+	char line[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof line, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "cowrun serve[%ld]: %s\n", (long)getpid(), line);
 }
 
 /* ---- signals: flags and a self-pipe, for master and generation ---- */

@@ -3,20 +3,24 @@
  * on request (`cowrun submit`) over a Unix socket.
  *
  * Three kinds of process, each single-threaded when it forks:
- *   master      owns the socket; accepts, checks the peer's uid, reads and
- *               checks each request within a deadline, answers status and
- *               reload requests itself, and passes a run request with its
- *               descriptors to the current generation.  Never runs a setup.
+ *   master      owns the socket (its own, or systemd's); accepts, refuses
+ *               a peer whose uid may not at once, reads and checks each
+ *               request within a deadline, answers status and reload
+ *               requests itself, and passes a run request with its
+ *               descriptors to the current generation.  Grants every
+ *               batch its workers: at most --max-workers across the whole
+ *               server, every generation's batches together (ledger.h).
+ *               Replaces a lost generation.  Never runs a setup.
  *   generation  forked by the master: runs the setup once (arena, freeze),
- *               then forks one leader per request, at most --max-workers
- *               workers across its running batches (a request that would
- *               pass it waits).  A reload starts a new one; the old one
- *               exits once its batches have ended.
+ *               then forks one leader per request once the master granted
+ *               its workers (a request waits until then; one whose client
+ *               went away gets none).  A reload starts a new one; the old
+ *               one exits once its batches have ended.
  *   leader      one request's batch: today's fork-mode batch (the hooks'
  *               run()), writing to the client's standard output and error
- *               and its output directory, passed as descriptors; then the
- *               exit status to the client.  A client that goes away
- *               cancels its batch.
+ *               (never blocked for good: guard.h) and its output
+ *               directory, passed as descriptors; then the exit status to
+ *               the client.  A client that goes away cancels its batch.
  * hooks.c gives the run's steps (run/run.h) as hooks; the rest of this
  * folder owns the processes, the socket and the messages (proto.h).
  */
@@ -66,8 +70,10 @@ struct serve_hooks {
 int serve_parse(int argc, char **argv, struct serve_config *cfg);
 
 /* Run the server until SIGTERM or SIGINT (a second one kills running
- * batches).  Returns the exit status: 0, or 255 after a message (the
- * socket could not be made, the first setup failed). */
+ * batches).  Returns the exit status: 0 when stopped so; 255 after a
+ * message when it could not start (the socket, systemd's socket, the
+ * first setup); 254 when it stopped serving (no generation could be set
+ * up again after a lost one, RETRIES tries with growing waits). */
 int serve_main(const struct serve_config *cfg, const struct serve_hooks *hooks);
 
 /* `cowrun serve`: serve the workload of a parsed runner command line

@@ -10,19 +10,34 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-/* A generation tells the master, over their SOCK_SEQPACKET pair. */
-enum gen_note_kind { NOTE_READY = 1, NOTE_FAILED, NOTE_START, NOTE_END };
+/* A generation tells the master, over their SOCK_SEQPACKET pair.  The
+ * workers of every batch are the master's to grant (ledger.h): a
+ * generation asks (WANT), starts the batch once granted (START), and
+ * gives them back (FREE: a leader stuck on its client's output has none
+ * left running; END: the batch ended; both with what it still held). */
+enum gen_note_kind {
+	NOTE_READY = 1, NOTE_FAILED, NOTE_WANT, NOTE_WITHDRAW, NOTE_START, NOTE_FREE, NOTE_END
+};
 
 struct gen_note {
 	int32_t kind;
-	int32_t pid;             /* NOTE_START/END: the leader */
+	int32_t pid;             /* START/FREE/END: the leader */
 	int32_t client_pid;
-	int32_t workers;
+	int32_t workers;         /* WANT: wanted; START: granted; FREE/END: given back */
+	uint32_t ticket;         /* WANT/WITHDRAW: the generation's name for the batch */
 	char text[2048];         /* NOTE_FAILED: the setup's messages */
 };
 
 /* The master tells a generation to finish its batches and exit. */
 #define RETIRE_MESSAGE "BYE!"
+
+/* The master grants a waiting batch its workers. */
+#define GRANT_MAGIC "GRNT"
+struct gen_grant {
+	char magic[4];
+	uint32_t ticket;
+	uint32_t workers;
+};
 
 /* Flags set by SIGTERM/SIGINT, SIGHUP, SIGCHLD and a self-pipe to poll
  * (master and generation; a generation calls init again for its own). */
@@ -37,6 +52,18 @@ int serve_take_chld(void);       /* drains the pipe; SIGCHLD since? */
  * after a message. */
 int serve_listen(const struct serve_config *cfg);
 
+/* systemd's socket activation (activate.c): when LISTEN_PID is this
+ * process and LISTEN_FDS is 1, *fd is descriptor 3, checked to be a
+ * listening SOCK_SEQPACKET socket bound to cfg->socket_path, and made
+ * non-blocking; otherwise *fd is -1.  The variables are unset either way.
+ * Returns 0, or -1 after a message.  The server never unlinks a socket
+ * it was given. */
+int serve_take_activation(const struct serve_config *cfg, int *fd);
+
+/* Close every descriptor from `keep_below` up: what whatever started the
+ * server left open (systemd's socket is below). */
+void serve_close_inherited(int keep_below);
+
 /* A generation's life, in the child the master forked: `chan` its end of
  * the pair.  Never returns. */
 void generation_main(int chan, unsigned id, const struct serve_config *cfg,
@@ -48,11 +75,16 @@ void generation_main(int chan, unsigned id, const struct serve_config *cfg,
 #define LEADER_FDS 6
 
 /* Fork a leader for one request: `fds` as above (the caller closes its
- * copies); `close_in_child(ctx)` closes the generation's other
- * descriptors in the child.  Returns the leader's pid, or -1. */
+ * copies); `release_fd` where it gives its workers back early (guard.h;
+ * kept open in the leader); `close_in_child(ctx)` closes the
+ * generation's other descriptors in the child.  Returns the leader's
+ * pid, or -1. */
 pid_t leader_start(const struct serve_hooks *hooks, const struct proto_request *rq,
-		   size_t workers, const int fds[LEADER_FDS], void (*close_in_child)(void *),
-		   void *ctx);
+		   size_t workers, const int fds[LEADER_FDS], int release_fd,
+		   void (*close_in_child)(const void *), const void *ctx);
+
+/* A line on the server's log (standard error): "cowrun serve[PID]: ...". */
+void serve_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* In a leader, before it touches anything of the client's: check the
  * client's descriptors (standard output and error, already in place; files:
