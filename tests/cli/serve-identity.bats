@@ -98,14 +98,32 @@ stop_server() {
 	[ "$status" -eq 0 ]
 }
 
-@test "serve: a standard output open only for reading is refused before anything runs" {
+# raw_request SOCKET DIR_FLAGS: a run request written by hand, its output
+# directory opened with DIR_FLAGS (python's os.O_* names, "|"-joined);
+# prints the reply's status and text.
+raw_request() {
+	/usr/bin/python3 - "$1" "$2" "$D/out" <<'PY'
+import os, socket, struct, sys
+sock, flags, out = sys.argv[1], sys.argv[2], sys.argv[3]
+os.makedirs(out, exist_ok=True)
+dirfd = os.open(out, eval("|".join("os." + f for f in flags.split("|"))))
+s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+s.connect(sock)
+socket.send_fds(s, [b"CWRQ" + struct.pack("<HHI", 1, 1, 0)], [1, 2, dirfd])
+reply = s.recv(4096)
+print(struct.unpack("<i", reply[12:16])[0], reply[16:].decode(errors="replace"))
+PY
+}
+
+@test "serve: the output directory must be opened for reading, not path-only" {
 	start_server_as root selftest --tasks 3 --report-bytes 10
-	# (run captures standard output: the redirection goes inside.)
-	run --separate-stderr bash -c '"$0" submit --socket "$1" -o "$2" 1</dev/null' \
-		"$COWRUN" "$S" "$D/out"
-	[ "$status" -eq 255 ] || { echo "status $status: $stderr" >&2; return 1; }
-	[[ "$stderr" == *"standard output and error must be open for writing"* ]]
-	[ -z "$(ls -A "$D/out" 2>/dev/null)" ]
+	run raw_request "$S" "O_PATH|O_DIRECTORY"
+	[ "$status" -eq 0 ]
+	[[ "$output" == "255 the output directory must be a directory opened for reading"* ]]
+	[ -z "$(ls -A "$D/out")" ]
+	run raw_request "$S" "O_RDONLY|O_DIRECTORY"
+	[[ "$output" == "0 "* ]] || [[ "$output" == *"tasks 3 of 3"* ]] || { echo "$output" >&2; false; }
+	[ "$(ls "$D/out" | wc -l)" -eq 3 ]
 	stop_server
 	[ "$status" -eq 0 ]
 }
