@@ -180,6 +180,7 @@ int batch_stopping(struct batch *b)
 	if (!b->stopped) {
 		b->stopped = 1;
 		b->done_at_stop = b->succeeded + b->failed;
+		b->failed_at_stop = b->failed;
 	}
 	return 1;
 }

@@ -61,6 +61,7 @@ struct batch {
 	struct halt_policy halt;
 	enum halt_when halting;  /* HALT_SOON or HALT_NOW once --halt is met */
 	size_t done_at_stop;     /* tasks resolved when stopping began */
+	size_t failed_at_stop;   /* of them, failed */
 	size_t killed;           /* running tasks killed by --halt now or a 2nd signal */
 	int stopped;             /* stopping has begun */
 	struct progress progress;

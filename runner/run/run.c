@@ -227,8 +227,10 @@ static int report_stop(const struct run_config *cfg, const struct batch *b)
 	if (b->killed)
 		snprintf(killed, sizeof killed, ", %zu killed while running", b->killed);
 	if (signals_count() > 0) {
-		warnx_("interrupted: %zu done, %zu running finished, %zu not started%s; %s",
-		       b->done_at_stop, done - b->done_at_stop, count - done - b->killed, killed,
+		/* A task the signal itself killed ended, but did not finish. */
+		warnx_("interrupted: %zu done, %zu running ended (%zu failed), %zu not started%s; %s",
+		       b->done_at_stop, done - b->done_at_stop, b->failed - b->failed_at_stop,
+		       count - done - b->killed, killed,
 		       cfg->joblog_path ? "rerun with --resume" : "finished work was not kept (no --joblog)");
 		return EXIT_INTERRUPTED + signals_last();
 	}

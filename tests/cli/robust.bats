@@ -224,7 +224,7 @@ halt_after_kill() {
 	err=$(cat "$d/err")
 	[ "$status" -eq 130 ] || { echo "status $status: $err" >&2; return 1; }
 	[ ! -s "$d/first" ]
-	msg='interrupted: \([0-9]*\) done, \([0-9]*\) running finished, \([0-9]*\) not started; rerun with --resume'
+	msg='interrupted: \([0-9]*\) done, \([0-9]*\) running ended (0 failed), \([0-9]*\) not started; rerun with --resume'
 	counts=$(printf '%s\n' "$err" | sed -n "s/^cowrun: $msg\$/\1 \2 \3/p")
 	[ -n "$counts" ] || { echo "no interrupted line: $err" >&2; return 1; }
 	read -r n_done n_finished n_not_started <<<"$counts"
@@ -266,7 +266,7 @@ halt_after_kill() {
 	err=$(cat "$d/err")
 	# 143, not 99: nothing left behind.
 	[ "$status" -eq 143 ] || { echo "status $status: $err" >&2; return 1; }
-	[[ "$err" == *"interrupted: 0 done, 0 running finished, 18 not started, 2 killed while running; "* ]]
+	[[ "$err" == *"interrupted: 0 done, 0 running ended (0 failed), 18 not started, 2 killed while running; "* ]]
 	# At once: not after the tasks' 30 s (well under a second expected).
 	[ "$took" -lt 15000 ] || { echo "took $took ms" >&2; return 1; }
 }
