@@ -360,7 +360,7 @@ csv() {
 	refused 255 "cowrun: merge: 'v4.res' is not a cowrun results file" --merge v4.res selftest --tasks 3
 	# One of the older format 2 is named as such.
 	{ frame 4 0 "$(printf 'cowrun results 2\nworkload selftest\ntasks 3')"; frame 5 0 ''; } >v2.res
-	refused 255 "cowrun: merge: 'v2.res' is in results format 2, of an older cowrun; this one reads format 3: save the results again" \
+	refused 255 "cowrun: merge: 'v2.res' is in results format 2, of an older cowrun; this one reads format 4 (the identity of every input file): save the results again" \
 		--merge v2.res selftest --tasks 3
 	# Some other binary file.
 	head -c 4096 "$COWRUN" >elf.res
