@@ -88,10 +88,11 @@ static int hash_block(void *ctx, size_t i, unsigned thread)
 	return 0;
 }
 
-/* Run the job on the setup threads.  Returns 0 or -1 with errno. */
-static int hash_blocks(struct hash_job *j, size_t nblocks)
+/* Run the job on the setup threads, or on this one.  Returns 0 or -1
+ * with errno. */
+static int hash_blocks(struct hash_job *j, size_t nblocks, int parallel)
 {
-	unsigned threads = cowrun_setup_threads();
+	unsigned threads = parallel ? cowrun_setup_threads() : 1;
 	int rc = -1;
 
 	j->block = calloc(nblocks ? nblocks : 1, sizeof *j->block);
@@ -101,7 +102,13 @@ static int hash_blocks(struct hash_job *j, size_t nblocks)
 			goto out;
 	if (j->block == NULL || j->piece == NULL)
 		goto out;
-	rc = cowrun_parallel(nblocks, hash_block, j);
+	if (parallel) {
+		rc = cowrun_parallel(nblocks, hash_block, j);
+	} else {
+		rc = 0;
+		for (size_t i = 0; i < nblocks && rc == 0; i++)
+			rc = hash_block(j, i, 0);
+	}
 	if (rc != 0)
 		errno = j->error;
 out:
@@ -111,14 +118,24 @@ out:
 	return rc;
 }
 
+int inputid_hash_fd(int fd, uint64_t size, int parallel, uint64_t *hash)
+{
+	struct hash_job j = { fd, size, NULL, NULL, 0 };
+	size_t nblocks = (size_t)((size + COWRUN_INPUT_BLOCK - 1) / COWRUN_INPUT_BLOCK);
+	int rc = hash_blocks(&j, nblocks, parallel);
+
+	if (rc == 0)
+		*hash = cowrun_hash64(j.block, nblocks * sizeof *j.block, size);
+	free(j.block);
+	return rc;
+}
+
 int inputid_hash(struct inputid *id, const char *given)
 {
-	struct hash_job j = { -1, id->size, NULL, NULL, 0 };
-	size_t nblocks = (size_t)((id->size + COWRUN_INPUT_BLOCK - 1) / COWRUN_INPUT_BLOCK);
 	struct inputid after;
-	int rc = -1;
+	int rc = -1, fd = open(given, O_RDONLY | O_CLOEXEC);
 
-	if ((j.fd = open(given, O_RDONLY | O_CLOEXEC)) < 0 || hash_blocks(&j, nblocks) != 0) {
+	if (fd < 0 || inputid_hash_fd(fd, id->size, 1, &id->hash) != 0) {
 		if (errno == EAGAIN)
 			warnx_("input '%s' changed while it was hashed (it got shorter): run again",
 			       given);
@@ -131,13 +148,11 @@ int inputid_hash(struct inputid *id, const char *given)
 		warnx_("input '%s' changed while it was hashed: run again", given);
 		goto out;
 	}
-	id->hash = cowrun_hash64(j.block, nblocks * sizeof *j.block, id->size);
 	id->hashed = 1;
 	rc = 0;
 out:
-	free(j.block);
-	if (j.fd >= 0)
-		close(j.fd);
+	if (fd >= 0)
+		close(fd);
 	return rc;
 }
 

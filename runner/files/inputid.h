@@ -53,6 +53,12 @@ int inputid_same_state(const struct inputid *a, const struct inputid *b);
  */
 int inputid_hash(struct inputid *id, const char *given);
 
+/* The content hash (as above) of the first `size` bytes of the file open
+ * on fd, read with pread: on the setup threads if `parallel`, else in
+ * this thread (from inside a cowrun_parallel() block).  Returns 0 with
+ * *hash set, or -1 with errno (EAGAIN: the file ended before `size`). */
+int inputid_hash_fd(int fd, uint64_t size, int parallel, uint64_t *hash);
+
 /* A hash the workload handed over with cowrun_input_hash() for the file
  * in id's state: 1 with id->hash set, else 0. */
 int inputid_take_reported(struct inputid *id);

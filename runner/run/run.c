@@ -6,6 +6,7 @@
 #define _GNU_SOURCE
 #include "run.h"
 #include "inputs.h"
+#include "manifest.h"
 #include "merge.h"
 #include "outdir.h"
 #include "resume.h"
@@ -223,11 +224,14 @@ static int execute_here(const struct run_config *cfg, struct batch *b, struct si
 	int complete = !failed && !b->stopped;
 	if (sidefiles_close(files, b, complete) != 0)
 		failed = 1;
-	if (failed)
-		return EXIT_RUNNER_ERROR;
-	if (b->stopped)
-		return report_stop(cfg, b);
+	/* The reports written so far are this run's, whatever came of it. */
+	if (failed || b->stopped) {
+		manifest_finish(b, &cfg->selection, identity, cfg->clean, 1);
+		return failed ? EXIT_RUNNER_ERROR : report_stop(cfg, b);
+	}
 	if (cfg->save_path == NULL && finish_batch(b) != 0)
+		failed = 1;
+	if (manifest_finish(b, &cfg->selection, identity, cfg->clean, 0) != 0)
 		failed = 1;
 	return exit_status(b, failed);
 }
@@ -350,8 +354,9 @@ int run_stdout_written(void)
 
 /* The workload's setup, between the looks at its input files: before it
  * (a --resume refuses a changed input before an expensive setup), and
- * after it (their identities).  Returns 0 or -1 after a message. */
-static int setup_with_inputs(const struct run_config *cfg, struct batch *b)
+ * after it (their identities).  *used: the threads the setup itself ran
+ * on (setup_threads_used()).  Returns 0 or -1 after a message. */
+static int setup_with_inputs(const struct run_config *cfg, struct batch *b, unsigned *used)
 {
 	char journal[4096];
 
@@ -364,6 +369,7 @@ static int setup_with_inputs(const struct run_config *cfg, struct batch *b)
 		return -1;
 	inputid_forget_reported();
 	b->state = cfg->workload->setup(cfg->wargc, cfg->wargv);
+	*used = setup_threads_used();
 	if (b->state == NULL)
 		return -1;
 	return inputs_settle(b->workload->name, cfg->verbose);
@@ -419,11 +425,11 @@ int run_setup(const struct run_config *cfg, struct batch *b, uint64_t *t0)
 	setup_threads_set(choose_setup_threads(cfg));
 	setup_threads_used_reset();
 	int from_context = merge_without_setup(cfg, b);
+	unsigned used = setup_threads_used();
 	if (from_context < 0)
 		return -1;
-	if (from_context == 0 && setup_with_inputs(cfg, b) != 0)
+	if (from_context == 0 && setup_with_inputs(cfg, b, &used) != 0)
 		return -1;
-	unsigned used = setup_threads_used();
 	b->ntasks = cfg->workload->ntasks(b->state);
 	uint64_t t1 = now_ns();
 	if (!cfg->no_freeze && setup_arena_freeze() != 0)
