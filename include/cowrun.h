@@ -31,11 +31,13 @@
 #include <stdio.h>
 
 /* Bumped whenever this header changes; a loaded plugin built for another
- * value is refused, except ABI 1: its struct is a prefix of today's, and
- * the members ABI 2 added (merge_context, merge_setup) count as absent.
+ * value is refused, except ABI 1 and 2: their structs are prefixes of
+ * today's, and the members added since count as absent.
  * ABI 2 added cowrun_parallel(), cowrun_setup_threads(), cowrun_hash64(),
- * cowrun_fmt_count() and those two members. */
-#define COWRUN_ABI_VERSION 2
+ * cowrun_fmt_count() and the members merge_context and merge_setup.
+ * ABI 3 added the option types COWRUN_OPT_INPUT, COWRUN_OPT_TUNING and
+ * COWRUN_OPT_NOT_INPUT, cowrun_input_hash(), and the member plan. */
+#define COWRUN_ABI_VERSION 3
 
 /* Workload flags. */
 enum {
@@ -55,7 +57,29 @@ struct cowrun_task;
 
 /* ---- workload options -------------------------------------------------
  * A declarative option table, so every workload parses its options the same
- * way and `cowrun WORKLOAD --help` can print them with their defaults. */
+ * way and `cowrun WORKLOAD --help` can print them with their defaults.
+ *
+ * The table also tells the runner what a run's results depend on, so that
+ * --resume and --merge never mix the results of two different inputs:
+ *
+ *   - An option of type COWRUN_OPT_INPUT names a file setup() reads.  The
+ *     runner records its identity (size, a content hash, and its canonical
+ *     path, device, inode and modification time) with the saved results
+ *     and in the journal: --resume refuses a file that changed in any of
+ *     these since the interrupted run, --merge refuses results saved from
+ *     files of another size or content, each in one line naming the file.
+ *     The same file under another spelling (relative, absolute, through a
+ *     symbolic link) is the same input.
+ *   - COWRUN_OPT_TUNING, OR'd into a type, marks an option that changes no
+ *     result (a thread hint, a buffer size): it is left out of the results'
+ *     identity, so a resume or a merge may change it.
+ *   - Every other option's text is compared as given.
+ *
+ * A table that declares no COWRUN_OPT_INPUT (every table written before
+ * ABI 3) is not trusted to read nothing: the value of each of its STRING
+ * options that names an existing regular file is taken as an input, unless
+ * the option is flagged COWRUN_OPT_NOT_INPUT (or TUNING), or the user says
+ * `cowrun --not-input NAME`. */
 
 enum cowrun_option_type {
 	COWRUN_OPT_END = 0, /* terminates a table */
@@ -63,7 +87,17 @@ enum cowrun_option_type {
 	COWRUN_OPT_DOUBLE,  /* double, bounded by min..max */
 	COWRUN_OPT_STRING,  /* const char *, points into argv */
 	COWRUN_OPT_FLAG,    /* int, set to 1 when the option is given */
+	COWRUN_OPT_INPUT,   /* (ABI 3) const char *, as STRING: the path of a
+			     * file setup() reads (see above) */
+
+	/* (ABI 3) Flags OR'd into one of the types above. */
+	COWRUN_OPT_TUNING = 1 << 8,    /* changes no result: not in the identity */
+	COWRUN_OPT_NOT_INPUT = 1 << 9, /* a STRING naming no input (an output
+					* file, a label): never taken for one */
 };
+
+/* The type of a table entry without its flags. */
+#define COWRUN_OPT_KIND(type) ((type) & 0xff)
 
 struct cowrun_option {
 	const char *name;             /* long name without the leading "--" */
@@ -145,6 +179,25 @@ int cowrun_parallel(size_t nblocks, cowrun_block_fn fn, void *ctx);
  * with): fast enough to hash an input file while reading it.  Combine the
  * hashes of fixed blocks in order to hash a file read in parallel. */
 uint64_t cowrun_hash64(const void *data, size_t len, uint64_t seed);
+
+/* ---- an input's content hash (ABI 3) ------------------------------------
+ * The runner hashes every input file (COWRUN_OPT_INPUT, see the options
+ * above) after setup(), on the setup threads, as
+ *
+ *     block[i] = cowrun_hash64(bytes [i * COWRUN_INPUT_BLOCK, (i + 1) *
+ *                              COWRUN_INPUT_BLOCK) of the file, len, 0)
+ *     hash     = cowrun_hash64(block, nblocks * sizeof(uint64_t), file size)
+ *
+ * A setup() that already reads the whole file and hashes it this way (the
+ * blocks fixed by the file, so at any thread count) can hand the hash over
+ * with cowrun_input_hash() and spare the runner reading the file again. */
+#define COWRUN_INPUT_BLOCK ((size_t)4 << 20)
+
+/* From setup(): the content of the file open on `fd`, as it is now, has
+ * the hash above.  The runner takes it for the input whose device, inode,
+ * size and modification time are fd's when setup() returns; any other
+ * file's is ignored.  Safe from the setup threads. */
+void cowrun_input_hash(int fd, uint64_t hash);
 
 /* ---- what a workload calls ------------------------------------------- */
 
@@ -256,6 +309,14 @@ struct cowrun_workload {
 	 * merge(), finish() and teardown() need, without the expensive part
 	 * (run() is never called on it).  Returns NULL after cowrun_error(). */
 	void *(*merge_setup)(int argc, char **argv, const void *context, size_t len);
+
+	/* ---- ABI 3.  May be NULL. ---- */
+
+	/* Parent, optional: the task count and names without the setup, for
+	 * `cowrun --dry-run`: returns a state that ntasks() and task_name()
+	 * accept (freed by teardown()), or NULL if the tasks are known only
+	 * after the setup.  (Declared for ABI 3; not called yet.) */
+	void *(*plan)(int argc, char **argv);
 };
 
 #endif

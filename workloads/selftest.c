@@ -71,7 +71,7 @@ static const struct cowrun_option selftest_options[] = {
 	  "K[:MS]", "task K sleeps MS milliseconds (default 60000) instead of --sleep-ms; K may be a list" },
 	{ "ignore-sigterm", COWRUN_OPT_STRING, offsetof(struct selftest_config, ignore_sigterm), 0, 0,
 	  "K", "task K ignores SIGTERM while it runs (only SIGKILL stops it); K may be a list" },
-	{ "input", COWRUN_OPT_STRING, offsetof(struct selftest_config, input), 0, 0,
+	{ "input", COWRUN_OPT_INPUT, offsetof(struct selftest_config, input), 0, 0,
 	  "FILE", "setup hashes FILE (the input a merge checks: saved results of another content never merge)" },
 	{ "mark-start", COWRUN_OPT_STRING, offsetof(struct selftest_config, mark_start), 0, 0,
 	  "DIR", "each task first creates the empty file DIR/task-NNNNNN.PID (PID: its process)" },

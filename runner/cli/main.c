@@ -51,6 +51,10 @@ static void usage(FILE *out)
 "      --resume        rerun with the same --joblog: skip tasks that finished\n"
 "                      (succeeded or failed), run the rest, merge everything\n"
 "      --resume-failed as --resume, but run the failed tasks again too\n"
+"      --not-input OPT the workload's option --OPT names no input file (an\n"
+"                      output it writes): not taken for one; repeatable\n"
+"      --clean         remove the stale reports in the output directory: those\n"
+"                      an earlier run's manifest names that no task writes now\n"
 "      --retries N     give a failed task N more attempts, each on a fresh fork\n"
 "      --halt WHEN     stop early: never (default), now,fail=N, soon,fail=N,\n"
 "                      now,fail=P%%, soon,success=N (now kills running tasks,\n"
@@ -144,6 +148,8 @@ static int parse_cli(int argc, char **argv, struct run_config *cfg)
 		{ "metrics", required_argument, NULL, 'X' },
 		{ "log-time", no_argument, NULL, 'G' },
 		{ "workload", required_argument, NULL, 'W' },
+		{ "not-input", required_argument, NULL, 'I' },
+		{ "clean", no_argument, NULL, 'C' },
 		{ "list", no_argument, NULL, 'l' },
 		{ "check-args", no_argument, NULL, 'A' },
 		{ "verbose", no_argument, NULL, 'v' },
@@ -168,6 +174,7 @@ static int parse_cli(int argc, char **argv, struct run_config *cfg)
 		case 'V': cfg->show_version = 1; break;
 		case 'A': cfg->check_args = 1; break;
 		case 'G': cfg->log_time = 1; break;
+		case 'C': cfg->clean = 1; break;
 		case ':':
 			warnx_("option '%s' needs a value", argv[optind - 1]);
 			return EXIT_USAGE;

@@ -3,6 +3,7 @@
  */
 #define _GNU_SOURCE
 #include "results.h"
+#include "runid.h"
 #include "os/util.h"
 
 #include <errno.h>
@@ -16,8 +17,9 @@
 
 /* The format version (RESULTS_FORMAT): 2 added the frames' checksums and
  * the identity's cowrun and abi lines; 3 the merge context (its frame
- * after the identity, its hash in the identity).  A file of an older
- * format is recognised and refused. */
+ * after the identity, its hash in the identity); 4 the identity of each
+ * input file (runid.h), and arguments that change no result left out.  A
+ * file of an older format is recognised and refused. */
 #define STRINGIFY(x) #x
 #define MAGIC_LINE(format) "cowrun results " STRINGIFY(format) "\n"
 #define RESULTS_MAGIC_LINE MAGIC_LINE(RESULTS_FORMAT)
@@ -42,8 +44,8 @@ static void context_hash_text(const void *bytes, size_t len, char *buf, size_t s
 	snprintf(buf, size, "%016" PRIx64, cowrun_hash64(bytes, len, 0));
 }
 
-char *results_identity(const char *version, const struct cowrun_workload *w, int argc,
-		       char **argv, size_t ntasks, struct results_context context)
+char *results_identity(const char *version, const struct cowrun_workload *w, const char *body,
+		       size_t ntasks, struct results_context context)
 {
 	char *text = NULL;
 	size_t size = 0;
@@ -58,8 +60,7 @@ char *results_identity(const char *version, const struct cowrun_workload *w, int
 		context_hash_text(context.bytes, context.len, hash, sizeof hash);
 		fprintf(f, CONTEXT_KEY " %s\n", hash);
 	}
-	for (int i = 1; i < argc; i++)
-		fprintf(f, "arg %s\n", argv[i]);
+	fputs(body, f);
 	if (fclose(f) != 0) {
 		free(text);
 		return NULL;
@@ -134,75 +135,6 @@ void results_abort(struct results_writer *w)
 	wire_writer_free(&w->out);
 }
 
-/* The value of line "KEY VALUE" in an identity text, into buf ("?" if
- * there is none). */
-static void identity_field(const char *identity, size_t length, const char *key, char *buf,
-			   size_t size)
-{
-	size_t k = strlen(key);
-	const char *p = identity, *end = identity + length;
-
-	snprintf(buf, size, "?");
-	while (p < end) {
-		const char *nl = memchr(p, '\n', (size_t)(end - p));
-		size_t n = (size_t)((nl ? nl : end) - p);
-		if (n > k && memcmp(p, key, k) == 0 && p[k] == ' ') {
-			snprintf(buf, size, "%.*s", (int)(n - k - 1), p + k + 1);
-			return;
-		}
-		p += n + 1;
-	}
-}
-
-/* ", cowrun 0.2.0, ABI 1" when the two identities differ there, ", input
- * HASH" when both have a merge context (an input) and those differ, else
- * "". */
-static void describe_build(const char *a, size_t alen, const char *b, size_t blen, char *buf,
-			   size_t size)
-{
-	char va[64], vb[64], aa[32], ab[32], ca[32], cb[32];
-
-	identity_field(a, alen, "cowrun", va, sizeof va);
-	identity_field(b, blen, "cowrun", vb, sizeof vb);
-	identity_field(a, alen, "abi", aa, sizeof aa);
-	identity_field(b, blen, "abi", ab, sizeof ab);
-	identity_field(a, alen, CONTEXT_KEY, ca, sizeof ca);
-	identity_field(b, blen, CONTEXT_KEY, cb, sizeof cb);
-	buf[0] = '\0';
-	if (strcmp(va, vb) != 0 || strcmp(aa, ab) != 0)
-		snprintf(buf, size, ", cowrun %s, ABI %s", va, aa);
-	if (strcmp(ca, cb) != 0 && strcmp(ca, "?") != 0 && strcmp(cb, "?") != 0) {
-		size_t used = strlen(buf);
-		snprintf(buf + used, size - used, ", input %s", ca);
-	}
-}
-
-/* "sales --rows 10 (64 tasks)" from an identity text, for messages;
- * `build` (describe_build()) goes inside the parentheses. */
-static void describe_identity(const char *identity, size_t length, const char *build,
-			      char *buf, size_t size)
-{
-	char text[1024];
-	size_t n = length < sizeof text - 1 ? length : sizeof text - 1;
-	char *save = NULL, *line, *out = buf;
-	const char *tasks = "?";
-
-	memcpy(text, identity, n);
-	text[n] = '\0';
-	buf[0] = '\0';
-	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-		size_t room = size - (size_t)(out - buf);
-		if (strncmp(line, "workload ", 9) == 0 || strncmp(line, "arg ", 4) == 0)
-			out += snprintf(out, room, "%s%s", out == buf ? "" : " ",
-					strchr(line, ' ') + 1);
-		else if (strncmp(line, "tasks ", 6) == 0)
-			tasks = line + 6;
-		if ((size_t)(out - buf) >= size - 1)
-			return;
-	}
-	snprintf(out, size - (size_t)(out - buf), " (%s tasks%s)", tasks, build);
-}
-
 /* The format of an identity frame of an older format (2 .. this one's
  * minus 1; format 1 has other frame headers), else 0. */
 static int older_format(const struct wire_frame *f)
@@ -216,35 +148,26 @@ static int older_format(const struct wire_frame *f)
 	return f->payload[n] - '0';
 }
 
-/* Check the first frame is this run's identity. */
+/* Check the first frame is this run's identity (runid_check()'s flags:
+ * RUNID_RESUME for a journal). */
 static int check_identity(const char *context, const char *path, const struct wire_frame *f,
-			  const char *identity)
+			  const char *identity, int flags)
 {
-	char saved[512], ours[512], saved_build[128], our_build[128];
-	const char *payload = (const char *)f->payload;
-
 	if (f->type != WIRE_IDENTITY || f->length < strlen(RESULTS_MAGIC_LINE) ||
 	    memcmp(f->payload, RESULTS_MAGIC_LINE, strlen(RESULTS_MAGIC_LINE)) != 0) {
 		int format = older_format(f);
 		if (format > 0)
 			warnx_("%s: '%s' is in results format %d, of an older cowrun; this one reads "
-			       "format %d: %s", context, path, format, RESULTS_FORMAT,
-			       strcmp(context, "merge") == 0 ? "save the results again"
-							     : "run again without --resume");
+			       "format %d (%s): %s", context, path, format, RESULTS_FORMAT,
+			       RESULTS_FORMAT_NEWS, strcmp(context, "merge") == 0
+			       ? "save the results again" : "run again without --resume");
 		else
 			warnx_("%s: '%s' is not a cowrun results file", context, path);
 		return -1;
 	}
 	if (f->length == strlen(identity) && memcmp(f->payload, identity, f->length) == 0)
 		return 0;
-	describe_build(payload, f->length, identity, strlen(identity), saved_build,
-		       sizeof saved_build);
-	describe_build(identity, strlen(identity), payload, f->length, our_build,
-		       sizeof our_build);
-	describe_identity(payload, f->length, saved_build, saved, sizeof saved);
-	describe_identity(identity, strlen(identity), our_build, ours, sizeof ours);
-	warnx_("%s: '%s' was saved by '%s', not by this run's '%s'", context, path, saved, ours);
-	return -1;
+	return runid_check(context, path, (const char *)f->payload, f->length, identity, flags);
 }
 
 /* A frame in a file cannot be longer than the file: a corrupt length is
@@ -317,7 +240,7 @@ static int expects_context(const struct saved_file *s)
 {
 	char hash[32];
 
-	identity_field(s->identity, strlen(s->identity), CONTEXT_KEY, hash, sizeof hash);
+	runid_field(s->identity, strlen(s->identity), CONTEXT_KEY, hash, sizeof hash);
 	return strcmp(hash, "?") != 0;
 }
 
@@ -327,7 +250,7 @@ static int check_context(struct saved_file *s, const struct wire_frame *f)
 {
 	char want[32], got[32];
 
-	identity_field(s->identity, strlen(s->identity), CONTEXT_KEY, want, sizeof want);
+	runid_field(s->identity, strlen(s->identity), CONTEXT_KEY, want, sizeof want);
 	context_hash_text(f->payload, f->length, got, sizeof got);
 	if (s->frames != 1 || s->context_seen || f->task != 0 || strcmp(want, got) != 0) {
 		warnx_("merge: '%s' holds a malformed merge context frame", s->path);
@@ -357,7 +280,7 @@ static int load_frame(void *ctx, const struct wire_frame *f)
 		return -1;
 	}
 	if (s->frames == 0 && f->type != WIRE_IDENTITY)
-		return check_identity("merge", s->path, f, s->identity);
+		return check_identity("merge", s->path, f, s->identity, 0);
 	if (f->type == WIRE_END && f->length != 0) {
 		warnx_("merge: '%s' holds a malformed end marker", s->path);
 		return -1;
@@ -369,7 +292,7 @@ static int load_frame(void *ctx, const struct wire_frame *f)
 			return -1;
 		}
 		s->frames++;
-		if (check_identity("merge", s->path, f, s->identity) != 0)
+		if (check_identity("merge", s->path, f, s->identity, 0) != 0)
 			return -1;
 		if (f->task != 0) {
 			warnx_("merge: '%s' holds a malformed identity frame", s->path);
@@ -457,7 +380,8 @@ int results_load(const char *path, const char *identity, results_take_fn *take, 
 		return -1;
 	if (is_format_1(fd)) {
 		warnx_("merge: '%s' is in results format 1, of an older cowrun; this one reads "
-		       "format %d: save the results again", path, RESULTS_FORMAT);
+		       "format %d (%s): save the results again", path, RESULTS_FORMAT,
+		       RESULTS_FORMAT_NEWS);
 		goto out;
 	}
 	switch (read_frames(fd, &r, load_frame, &s)) {
@@ -483,20 +407,30 @@ out:
 	return rc;
 }
 
-/* results_read_context(): the first two frames of a file. */
-struct context_peek {
+/* results_read_context() and results_read_identity(): the first two
+ * frames of a file. */
+struct peek {
 	uint64_t frames;
-	void *bytes;   /* a copy of the context's, malloc'd */
+	int want_context;
+	char *identity;  /* a copy of the identity's text, malloc'd */
+	void *bytes;     /* a copy of the context's, malloc'd */
 	size_t len;
 };
 
-static int peek_context(void *ctx, const struct wire_frame *f)
+static int peek_frame(void *ctx, const struct wire_frame *f)
 {
-	struct context_peek *p = ctx;
+	struct peek *p = ctx;
 
-	if (p->frames++ == 0)
-		return f->type == WIRE_IDENTITY && f->length >= strlen(RESULTS_MAGIC_LINE) &&
-		       memcmp(f->payload, RESULTS_MAGIC_LINE, strlen(RESULTS_MAGIC_LINE)) == 0 ? 0 : -1;
+	if (p->frames++ == 0) {
+		if (f->type != WIRE_IDENTITY || f->length < strlen(RESULTS_MAGIC_LINE) ||
+		    memcmp(f->payload, RESULTS_MAGIC_LINE, strlen(RESULTS_MAGIC_LINE)) != 0)
+			return -1;
+		if (!p->want_context && (p->identity = malloc(f->length + 1)) != NULL) {
+			memcpy(p->identity, f->payload, f->length);
+			p->identity[f->length] = '\0';
+		}
+		return p->want_context ? 0 : -1;
+	}
 	if (f->type == WIRE_CONTEXT && (p->bytes = malloc(f->length ? f->length : 1)) != NULL) {
 		memcpy(p->bytes, f->payload, f->length);
 		p->len = f->length;
@@ -504,23 +438,39 @@ static int peek_context(void *ctx, const struct wire_frame *f)
 	return -1; /* the second frame is all it needs */
 }
 
-int results_read_context(const char *path, struct results_context *context)
+/* Read the first frame or two of `path` into p. */
+static void peek(const char *path, struct peek *p)
 {
 	struct wire_reader r;
-	struct context_peek p = { 0, NULL, 0 };
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 
 	if (fd < 0)
-		return -1;
+		return;
 	if (wire_reader_init(&r, 1 << 16) == 0) {
 		limit_to_file_size(&r, fd);
 		if (!is_format_1(fd))
-			read_frames(fd, &r, peek_context, &p);
+			read_frames(fd, &r, peek_frame, p);
 		wire_reader_free(&r);
 	}
 	close(fd);
+}
+
+int results_read_context(const char *path, struct results_context *context)
+{
+	struct peek p = { 0, 1, NULL, NULL, 0 };
+
+	peek(path, &p);
 	*context = (struct results_context){ p.bytes, p.len };
 	return p.bytes ? 0 : -1;
+}
+
+int results_read_identity(const char *path, char **identity)
+{
+	struct peek p = { 0, 0, NULL, NULL, 0 };
+
+	peek(path, &p);
+	*identity = p.identity;
+	return p.identity ? 0 : -1;
 }
 
 /* ---- the journal ---- */
@@ -755,7 +705,7 @@ static int journal_walk(struct journal_file *j, int rerun, size_t *good, size_t 
 			*cut += next - at;
 			continue;
 		}
-		if (at == 0 ? check_identity("--resume", j->path, &f, j->identity) != 0
+		if (at == 0 ? check_identity("--resume", j->path, &f, j->identity, RUNID_RESUME) != 0
 			    : journal_take(j, &f) != 0)
 			return -1;
 		at += sizeof(struct wire_header) + f.length;
@@ -789,7 +739,8 @@ int journal_load(const char *path, const char *identity, int rerun_damaged,
 	}
 	if (is_format_1(fd)) {
 		warnx_("--resume: '%s' is in results format 1, of an older cowrun; this one "
-		       "reads format %d: run again without --resume", path, RESULTS_FORMAT);
+		       "reads format %d (%s): run again without --resume", path, RESULTS_FORMAT,
+		       RESULTS_FORMAT_NEWS);
 		goto out;
 	}
 	if (journal_walk(&j, rerun_damaged, &good, &cut) != 0)

@@ -18,8 +18,10 @@
 
 #include <limits.h>
 
-/* The saved-results and journal format this cowrun writes and reads. */
-#define RESULTS_FORMAT 3
+/* The saved-results and journal format this cowrun writes and reads, and
+ * what it brought, for the message refusing an older one. */
+#define RESULTS_FORMAT 4
+#define RESULTS_FORMAT_NEWS "the identity of every input file"
 #include <stddef.h>
 
 /*
@@ -42,16 +44,17 @@ struct results_context {
 struct results_context results_context_of(const struct cowrun_workload *w, const void *state);
 
 /*
- * The identity text of a run, one "KEY VALUE" line each: the results
- * format ("cowrun results 3"), cowrun's `version`, the workload's name and
- * COWRUN_ABI_VERSION, the task count, the hash of its merge context (the
- * input's identity; no line without one), and its arguments
- * argv[1..argc-1].  No build id: shards built on different hosts from one
- * source merge.  A merge or --resume refuses files whose identity differs.
+ * The identity text of a run (runid.h), one "KEY VALUE" line each: the
+ * results format ("cowrun results 4"), cowrun's `version`, the workload's
+ * name and ABI, the task count, the hash of its merge context (no line
+ * without one), then `body`: its inputs and arguments, as run/inputs.c
+ * writes them ("arg --rows\narg 10\n" for a run without inputs).  No
+ * build id: shards built on different hosts from one source merge.  A
+ * merge or --resume refuses files whose identity differs (runid_check()).
  * Returns a malloc'd string (the caller frees it), or NULL (ENOMEM).
  */
-char *results_identity(const char *version, const struct cowrun_workload *w, int argc,
-		       char **argv, size_t ntasks, struct results_context context);
+char *results_identity(const char *version, const struct cowrun_workload *w, const char *body,
+		       size_t ntasks, struct results_context context);
 
 struct results_writer {
 	int fd;
@@ -97,6 +100,12 @@ int results_load(const char *path, const char *identity, results_take_fn *take, 
  * the setup, and results_load() says what is wrong with the file.
  */
 int results_read_context(const char *path, struct results_context *context);
+
+/* The identity text of a results file or journal `path` (its first frame)
+ * if it is one of this format: a malloc'd, NUL-terminated copy in
+ * *identity (the caller frees it).  Returns 0, or -1 without a message
+ * when there is none to read (its full read later says why). */
+int results_read_identity(const char *path, char **identity);
 
 /*
  * The results journal that goes with a --joblog (JOBLOG.res): an IDENTITY

@@ -17,10 +17,21 @@
 #include <stdint.h>
 
 static unsigned setup_threads = 1;
+static unsigned most_used;   /* threads of the widest call since the reset */
 
 void setup_threads_set(unsigned threads)
 {
 	setup_threads = threads ? threads : 1;
+}
+
+unsigned setup_threads_used(void)
+{
+	return most_used;
+}
+
+void setup_threads_used_reset(void)
+{
+	most_used = 0;
 }
 
 unsigned cowrun_setup_threads(void)
@@ -88,6 +99,8 @@ int cowrun_parallel(size_t nblocks, cowrun_block_fn fn, void *ctx)
 		if (pthread_create(&helper[started].id, NULL, helper_main, &helper[started]) == 0)
 			started++;
 	}
+	if (started + 1 > most_used)
+		most_used = started + 1;
 	take_blocks(&job, 0);
 	for (unsigned i = 0; i < started; i++)
 		pthread_join(helper[i].id, NULL);

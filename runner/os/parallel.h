@@ -8,4 +8,10 @@
 /* Threads for the next setup: at least 1 (0 is taken as 1). */
 void setup_threads_set(unsigned threads);
 
+/* The threads the widest cowrun_parallel() call ran on since
+ * setup_threads_used_reset() (the calling thread counted): 0 if none was
+ * made.  For -v, which says what a setup really used. */
+unsigned setup_threads_used(void);
+void setup_threads_used_reset(void);
+
 #endif

@@ -133,6 +133,13 @@ int run_config_set(struct run_config *cfg, int key, const char *arg)
 		}
 		warnx_("--merge: more than %d files", MAX_MERGE_FILES);
 		return EXIT_USAGE;
+	case 'I':
+		if (cfg->nnot_inputs < MAX_NOT_INPUTS && arg[0] != '\0') {
+			cfg->not_inputs[cfg->nnot_inputs++] = arg;
+			return 0;
+		}
+		warnx_("--not-input: %s", arg[0] ? "given more than 64 times" : "empty option name");
+		return EXIT_USAGE;
 	}
 	if (arg[0] == '\0') {
 		warnx_("%s: empty file name", key == 'o' ? "--outdir" : key == 'R' ? "--save-results" :

@@ -17,6 +17,7 @@
 
 #define COWRUN_VERSION "0.3.0"
 #define MAX_MERGE_FILES 4096
+#define MAX_NOT_INPUTS 64
 
 /* Exit statuses, as GNU Parallel's where it has one. */
 enum {
@@ -53,6 +54,9 @@ struct run_config {
 	const char *metrics_path; /* --metrics: Prometheus text format */
 	int log_time;             /* --log-time: time stamps and the run id on stderr */
 	const char *plugin_path;  /* --workload FILE.so */
+	const char *not_inputs[MAX_NOT_INPUTS]; /* --not-input OPTION, repeatable */
+	size_t nnot_inputs;
+	int clean;                /* --clean: remove stale reports */
 	unsigned seen;            /* options that may be given once */
 	const struct cowrun_workload *workload;
 	int wargc;
@@ -67,8 +71,8 @@ void run_config_init(struct run_config *cfg);
  * command line's getopt table has it ('j' -j, 'm' --mode, 'o' --outdir,
  * 'T' --tasks, 'S' --shard, 'R' --save-results, 'M' --merge, 'L'
  * --timeline, 'J' --joblog, 'y' --retries, 'H' --halt, 't' --timeout, 'B'
- * --bar, 'P' --stats, 'X' --metrics, 'K' --memfree, 'W' --workload),
- * checking the value.  An option
+ * --bar, 'P' --stats, 'X' --metrics, 'K' --memfree, 'W' --workload, 'I'
+ * --not-input), checking the value.  An option
  * that names a file or a selection may be given once.  Returns 0, or
  * EXIT_USAGE after a one-line message naming the option.  The config
  * keeps pointers to `arg`, which the caller keeps alive.

@@ -128,11 +128,18 @@ static int check_nothing_missing(const struct batch *b)
 	return -1;
 }
 
+static int first_results_file(const char *path, char *buf, size_t size);
+
 static int is_directory(const char *path)
 {
 	struct stat st;
 
 	return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+int merge_first_file(const char *const *paths, size_t npaths, char *buf, size_t size)
+{
+	return npaths > 0 ? first_results_file(paths[0], buf, size) : -1;
 }
 
 /* The file whose context the merge starts from: `path`, or the first

@@ -36,4 +36,9 @@ int merge_load_file(struct batch *b, const char *path, const char *identity);
 int merge_setup_state(const struct cowrun_workload *w, const char *const *paths, size_t npaths,
 		      int argc, char **argv, void **state);
 
+/* The first results file a merge of `paths` reads: paths[0], or the first
+ * *.res file (by name) of directory paths[0], into buf.  Returns 0, or -1
+ * if there is none. */
+int merge_first_file(const char *const *paths, size_t npaths, char *buf, size_t size);
+
 #endif

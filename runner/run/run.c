@@ -5,6 +5,8 @@
  */
 #define _GNU_SOURCE
 #include "run.h"
+#include "inputs.h"
+#include "manifest.h"
 #include "merge.h"
 #include "metrics.h"
 #include "outdir.h"
@@ -15,6 +17,7 @@
 #include "engine/task.h"
 #include "engine/taskout.h"
 #include "engine/watchdog.h"
+#include "files/inputid.h"
 #include "files/results.h"
 #include "os/parallel.h"
 #include "os/procstat.h"
@@ -107,7 +110,7 @@ static unsigned choose_setup_threads(const struct run_config *cfg)
 	int cpus = cpu_count();
 	size_t threads = jobs_resolve(&cfg->jobs, cpus, (size_t)1 << 30); /* no task count yet */
 
-	if (cfg->mode == MODE_SERIAL)
+	if (cfg->mode == MODE_SERIAL)   /* one thread: the reference */
 		return 1;
 	return threads < (size_t)cpus ? (unsigned)threads : (unsigned)cpus;
 }
@@ -152,7 +155,13 @@ static int run_tasks(const struct run_config *cfg, struct batch *b, struct sidef
 	size_t count = batch_count(b);
 
 	metrics.m.workers = cfg->mode == MODE_SERIAL || count == 0 ? 1 : choose_workers(cfg, count);
-	if (cfg->mode == MODE_SERIAL || count == 0) {
+	if (count == 0 && cfg->mode != MODE_SERIAL) {
+		if (cfg->verbose)
+			warnx_("%s: no task to run%s", cfg->mode == MODE_OMP ? "omp" : "fork",
+			       cfg->resume ? ": the journal settles every selected task" : " is selected");
+		return serial_run(b);
+	}
+	if (cfg->mode == MODE_SERIAL) {
 		if (cfg->verbose)
 			warnx_("serial: %zu tasks in this process, threads %zu", count,
 			       procstat_threads());
@@ -281,11 +290,14 @@ static int execute_here(const struct run_config *cfg, struct batch *b, struct si
 	int complete = !failed && !b->stopped;
 	if (sidefiles_close(files, b, complete) != 0)
 		failed = 1;
-	if (failed)
-		return EXIT_RUNNER_ERROR;
-	if (b->stopped)
-		return report_stop(cfg, b);
+	/* The reports written so far are this run's, whatever came of it. */
+	if (failed || b->stopped) {
+		manifest_finish(b, &cfg->selection, identity, cfg->clean, 1);
+		return failed ? EXIT_RUNNER_ERROR : report_stop(cfg, b);
+	}
 	if (cfg->save_path == NULL && finish_batch(b) != 0)
+		failed = 1;
+	if (manifest_finish(b, &cfg->selection, identity, cfg->clean, 0) != 0)
 		failed = 1;
 	return exit_status(b, failed);
 }
@@ -342,8 +354,9 @@ static int choose_tasks(const struct run_config *cfg, struct batch *b, const str
 
 int run_batch(const struct run_config *cfg, struct batch *b, struct sidefiles *files)
 {
-	char *identity = results_identity(COWRUN_VERSION, b->workload, cfg->wargc, cfg->wargv,
-					  b->ntasks, results_context_of(b->workload, b->state));
+	char *body = inputs_body();
+	char *identity = body ? results_identity(COWRUN_VERSION, b->workload, body, b->ntasks,
+						 results_context_of(b->workload, b->state)) : NULL;
 	struct resume_state resume = { 0 };
 	size_t *selected = NULL;
 	int rc = EXIT_USAGE;
@@ -375,6 +388,7 @@ out:
 	resume_free(&resume);
 	free(selected);
 	free(identity);
+	free(body);
 	return rc;
 }
 
@@ -409,6 +423,68 @@ int run_stdout_written(void)
 	return EXIT_USAGE;
 }
 
+/* The workload's setup, between the looks at its input files: before it
+ * (a --resume refuses a changed input before an expensive setup), and
+ * after it (their identities).  *used: the threads the setup itself ran
+ * on (setup_threads_used()).  Returns 0 or -1 after a message. */
+static int setup_with_inputs(const struct run_config *cfg, struct batch *b, unsigned *used)
+{
+	char journal[4096];
+
+	if (inputs_find(cfg->workload, cfg->wargc, cfg->wargv, cfg->not_inputs, cfg->nnot_inputs,
+			1) != 0)
+		return -1;
+	if (cfg->resume && cfg->joblog_path &&
+	    inputs_check_journal(cfg->workload,
+				 resume_journal_path(cfg->joblog_path, journal, sizeof journal)) != 0)
+		return -1;
+	inputid_forget_reported();
+	b->state = cfg->workload->setup(cfg->wargc, cfg->wargv);
+	*used = setup_threads_used();
+	if (b->state == NULL)
+		return -1;
+	return inputs_settle(b->workload->name, cfg->verbose);
+}
+
+/* --merge of a workload that rebuilds its state from the saved context:
+ * no setup, and its input files are not needed (their identities come
+ * from the first results file).  Returns 1 with b->state set, 0 if the
+ * setup must run, -1 after a message. */
+static int merge_without_setup(const struct run_config *cfg, struct batch *b)
+{
+	char first[4096];
+	int rc;
+
+	if (cfg->nmerge == 0 || cfg->workload->merge_setup == NULL)
+		return 0;
+	rc = merge_setup_state(cfg->workload, cfg->merge_paths, cfg->nmerge, cfg->wargc,
+			       cfg->wargv, &b->state);
+	if (rc <= 0)
+		return rc;
+	if (inputs_find(cfg->workload, cfg->wargc, cfg->wargv, cfg->not_inputs,
+			cfg->nnot_inputs, 0) != 0 ||
+	    (merge_first_file(cfg->merge_paths, cfg->nmerge, first, sizeof first) == 0 &&
+	     inputs_take_from(first) != 0))
+		return -1;
+	return 1;
+}
+
+/* -v: what the setup took, and how many threads it really ran on. */
+static void say_setup(const struct run_config *cfg, const struct batch *b, uint64_t ns,
+		      unsigned used)
+{
+	char arena_line[256], threads[96];
+
+	if (used > 0)
+		snprintf(threads, sizeof threads, "%u setup thread%s", used, used == 1 ? "" : "s");
+	else
+		snprintf(threads, sizeof threads, "1 setup thread (it never called cowrun_parallel;"
+			 " %u available)", cowrun_setup_threads());
+	warnx_("%s: setup %.3f s, %zu tasks, %s", b->workload->name, ns / 1e9, b->ntasks, threads);
+	warnx_("%s%s", arena_describe(setup_arena(), arena_line, sizeof arena_line),
+	       cfg->no_freeze ? ", writable" : ", frozen");
+}
+
 int run_setup(const struct run_config *cfg, struct batch *b, uint64_t *t0)
 {
 	if (setup_arena_init(!cfg->no_huge_pages) != 0)
@@ -418,17 +494,12 @@ int run_setup(const struct run_config *cfg, struct batch *b, uint64_t *t0)
 	b->outdir = cfg->outdir;
 	b->verbose = cfg->verbose;
 	setup_threads_set(choose_setup_threads(cfg));
-	/* --merge needs no setup when the workload can rebuild what merge
-	 * and finish need from the saved context. */
-	int from_context = cfg->nmerge > 0 && cfg->workload->merge_setup != NULL
-		? merge_setup_state(cfg->workload, cfg->merge_paths, cfg->nmerge, cfg->wargc, cfg->wargv,
-				    &b->state)
-		: 0;
+	setup_threads_used_reset();
+	int from_context = merge_without_setup(cfg, b);
+	unsigned used = setup_threads_used();
 	if (from_context < 0)
 		return -1;
-	if (from_context == 0)
-		b->state = cfg->workload->setup(cfg->wargc, cfg->wargv);
-	if (b->state == NULL)
+	if (from_context == 0 && setup_with_inputs(cfg, b, &used) != 0)
 		return -1;
 	b->ntasks = cfg->workload->ntasks(b->state);
 	uint64_t t1 = now_ns();
@@ -436,13 +507,8 @@ int run_setup(const struct run_config *cfg, struct batch *b, uint64_t *t0)
 	metrics.m.setup_peak_rss_bytes = procstat_peak_rss_bytes();
 	if (!cfg->no_freeze && setup_arena_freeze() != 0)
 		return -1;
-	if (cfg->verbose) {
-		char arena_line[256];
-		warnx_("%s: setup %.3f s, %zu tasks, %u setup thread%s", b->workload->name,
-		       (t1 - *t0) / 1e9, b->ntasks, cowrun_setup_threads(), cowrun_setup_threads() == 1 ? "" : "s");
-		warnx_("%s%s", arena_describe(setup_arena(), arena_line, sizeof arena_line),
-		       cfg->no_freeze ? ", writable" : ", frozen");
-	}
+	if (cfg->verbose)
+		say_setup(cfg, b, t1 - *t0, used);
 	return 0;
 }
 
@@ -516,7 +582,9 @@ int run_direct(const struct run_config *cfg)
 		return run_stdout_written();
 	}
 	if (cfg->check_args)
-		return options_check(cfg->workload, cfg->wargc, cfg->wargv) == 0 ? 0 : EXIT_USAGE;
+		return options_check(cfg->workload, cfg->wargc, cfg->wargv) == 0 &&
+		       inputs_check_names(cfg->workload, cfg->not_inputs, cfg->nnot_inputs) == 0
+		       ? 0 : EXIT_USAGE;
 	if (check_side_files(cfg, &files) != 0 ||
 	    sidefiles_lock(&files, cfg->resume ? cfg->workload->name : NULL) != 0)
 		return EXIT_USAGE;

@@ -10,10 +10,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* An entry's type without its ABI 3 flags (TUNING, NOT_INPUT). */
+static int kind_of(const struct cowrun_option *o)
+{
+	return COWRUN_OPT_KIND((int)o->type);
+}
+
 static const struct cowrun_option *find_option(const struct cowrun_option *opts,
 					       const char *name, size_t len)
 {
-	for (; opts && opts->type != COWRUN_OPT_END; opts++)
+	for (; opts && kind_of(opts) != COWRUN_OPT_END; opts++)
 		if (strlen(opts->name) == len && strncmp(opts->name, name, len) == 0)
 			return opts;
 	return NULL;
@@ -27,7 +33,7 @@ static int store_value(const struct cowrun_option *o, const char *value, void *c
 	long long integer;
 	double real;
 
-	switch (o->type) {
+	switch (kind_of(o)) {
 	case COWRUN_OPT_INT:
 		if (parse_ll(value, (long long)o->min, (long long)o->max, &integer) != 0)
 			goto bad;
@@ -39,6 +45,7 @@ static int store_value(const struct cowrun_option *o, const char *value, void *c
 		memcpy(field, &real, sizeof real);
 		return 0;
 	case COWRUN_OPT_STRING:
+	case COWRUN_OPT_INPUT:
 		memcpy(field, &value, sizeof value);
 		return 0;
 	default:
@@ -68,7 +75,7 @@ static int parse_one(int argc, char **argv, int *i,
 		cowrun_error("unknown option '%s' (see --help)", argv[*i]);
 		return -1;
 	}
-	if (o->type == COWRUN_OPT_FLAG) {
+	if (kind_of(o) == COWRUN_OPT_FLAG) {
 		if (eq) {
 			cowrun_error("--%s takes no value", o->name);
 			return -1;
@@ -111,10 +118,12 @@ static size_t config_size(const struct cowrun_option *opts)
 {
 	size_t size = 0;
 
-	for (const struct cowrun_option *o = opts; o->type != COWRUN_OPT_END; o++) {
-		size_t field = o->type == COWRUN_OPT_INT ? sizeof(long long)
-			: o->type == COWRUN_OPT_DOUBLE ? sizeof(double)
-			: o->type == COWRUN_OPT_STRING ? sizeof(const char *) : sizeof(int);
+	for (const struct cowrun_option *o = opts; kind_of(o) != COWRUN_OPT_END; o++) {
+		int kind = kind_of(o);
+		size_t field = kind == COWRUN_OPT_INT ? sizeof(long long)
+			: kind == COWRUN_OPT_DOUBLE ? sizeof(double)
+			: kind == COWRUN_OPT_STRING || kind == COWRUN_OPT_INPUT ? sizeof(const char *)
+			: sizeof(int);
 		if (o->offset + field > size)
 			size = o->offset + field;
 	}
@@ -162,7 +171,7 @@ static void format_default(const struct cowrun_option *o, const void *defaults,
 	if (defaults == NULL)
 		return;
 	const char *field = (const char *)defaults + o->offset;
-	switch (o->type) {
+	switch (kind_of(o)) {
 	case COWRUN_OPT_INT:
 		memcpy(&integer, field, sizeof integer);
 		snprintf(buf, size, " (default %lld)", integer);
@@ -172,6 +181,7 @@ static void format_default(const struct cowrun_option *o, const void *defaults,
 		snprintf(buf, size, " (default %g)", real);
 		break;
 	case COWRUN_OPT_STRING:
+	case COWRUN_OPT_INPUT:
 		memcpy(&text, field, sizeof text);
 		if (text)
 			snprintf(buf, size, " (default %s)", text);
@@ -188,13 +198,52 @@ void options_print_help(const struct cowrun_workload *w, FILE *out)
 	if (w->description)
 		fprintf(out, "\n%s\n", w->description);
 	fprintf(out, "\nOptions of %s:\n", w->name);
-	for (const struct cowrun_option *o = w->options; o && o->type != COWRUN_OPT_END; o++) {
+	for (const struct cowrun_option *o = w->options; o && kind_of(o) != COWRUN_OPT_END; o++) {
 		char left[64], dflt[96];
 		snprintf(left, sizeof left, "--%s%s%s", o->name,
 			 o->argname ? " " : "", o->argname ? o->argname : "");
 		format_default(o, w->defaults, dflt, sizeof dflt);
-		fprintf(out, "  %-22s %s%s\n", left, o->help, dflt);
+		fprintf(out, "  %-22s %s%s%s\n", left, o->help, dflt,
+			(o->type & COWRUN_OPT_TUNING) ? " [changes no result]"
+			: kind_of(o) == COWRUN_OPT_INPUT ? " [an input: resume and merge check it]" : "");
 	}
 	fprintf(out, "  %-22s %s\n", "--help", "show this help");
 	fprintf(out, "\nRunner options (-j, --mode, -o ...): cowrun --help\n");
+}
+
+/* ---- what the runner reads from a table ---- */
+
+int options_declares_inputs(const struct cowrun_option *options)
+{
+	for (const struct cowrun_option *o = options; o && kind_of(o) != COWRUN_OPT_END; o++)
+		if (kind_of(o) == COWRUN_OPT_INPUT)
+			return 1;
+	return 0;
+}
+
+const struct cowrun_option *options_find(const struct cowrun_option *options, const char *name)
+{
+	if (strncmp(name, "--", 2) == 0)
+		name += 2;
+	return find_option(options, name, strlen(name));
+}
+
+int options_next(const struct cowrun_option *options, int argc, char **argv, int *i,
+		 struct options_token *t)
+{
+	if (*i >= argc)
+		return 0;
+	const char *arg = argv[*i];
+	*t = (struct options_token){ *i, 1, NULL, NULL };
+	if (strncmp(arg, "--", 2) == 0 && arg[2] != '\0') {
+		const char *eq = strchr(arg + 2, '=');
+		size_t len = eq ? (size_t)(eq - arg - 2) : strlen(arg + 2);
+		t->option = find_option(options, arg + 2, len);
+		if (t->option && eq)
+			t->value = eq + 1;
+		else if (t->option && kind_of(t->option) != COWRUN_OPT_FLAG && *i + 1 < argc)
+			t->value = argv[*i + 1], t->count = 2;
+	}
+	*i += t->count;
+	return 1;
 }

@@ -24,4 +24,30 @@ int options_want_help(int argc, char **argv);
  */
 int options_check(const struct cowrun_workload *w, int argc, char **argv);
 
+/* Does the table declare an input (an entry of kind COWRUN_OPT_INPUT)?
+ * One that does not has its STRING options' files guessed (cowrun.h). */
+int options_declares_inputs(const struct cowrun_option *options);
+
+/* The entry named `name` ("input" or "--input"), or NULL. */
+const struct cowrun_option *options_find(const struct cowrun_option *options, const char *name);
+
+/* One option of a workload's argv as cowrun_parse_options() reads it:
+ * argv[first .. first+count), the table's entry (NULL: not an option of
+ * the table, one argument) and its value (NULL: none; "--name=value" or
+ * the next argument).  Borrowed from argv and the table. */
+struct options_token {
+	int first, count;
+	const struct cowrun_option *option;
+	const char *value;
+};
+
+/*
+ * The token at argv[*i] (start with *i = 1: argv[0] is the workload's
+ * name), *i moved past it.  Returns 1, or 0 at the end.  Lenient: what
+ * the parser would refuse is simply a token without an entry, so the
+ * runner can read arguments the setup will still check.
+ */
+int options_next(const struct cowrun_option *options, int argc, char **argv, int *i,
+		 struct options_token *t);
+
 #endif

@@ -95,27 +95,31 @@ static const char *missing_member(const struct cowrun_workload *w)
 	return NULL;
 }
 
-/* The members ABI 1 had: all of them up to teardown. */
+/* The members ABI 1 had: all of them up to teardown; ABI 2's: up to
+ * merge_setup. */
 #define ABI1_SIZE (offsetof(struct cowrun_workload, teardown) + sizeof(void (*)(void *)))
+#define ABI2_SIZE (offsetof(struct cowrun_workload, merge_setup) + \
+		   sizeof(void *(*)(int, char **, const void *, size_t)))
 
-/* An ABI 1 plugin's struct is a prefix of today's: copied into a whole
- * one whose ABI 2 members are absent, never reading past its end.  One
+/* An older plugin's struct is a prefix of today's: copied into a whole
+ * one whose later members are absent, never reading past its end.  One
  * plugin is loaded per run, and it lives as long as the process. */
-static struct cowrun_workload widened_abi1;
+static struct cowrun_workload widened;
 
 /* The plugin's workload as this cowrun reads it: its own struct (this
- * ABI), the widened copy (ABI 1), or NULL after a message. */
+ * ABI), the widened copy (ABI 1 or 2), or NULL after a message.  ABI 3's
+ * plan() is optional: nothing to check. */
 static const struct cowrun_workload *accept_abi(const struct cowrun_workload *w,
 						const char *path, const char *context)
 {
 	if (w->abi_version == COWRUN_ABI_VERSION)
 		return w;
-	if (w->abi_version == 1) {
-		memset(&widened_abi1, 0, sizeof widened_abi1);
-		memcpy(&widened_abi1, w, ABI1_SIZE);
-		return &widened_abi1;
+	if (w->abi_version == 1 || w->abi_version == 2) {
+		memset(&widened, 0, sizeof widened);
+		memcpy(&widened, w, w->abi_version == 1 ? ABI1_SIZE : ABI2_SIZE);
+		return &widened;
 	}
-	warnx_("%s: '%s' was built for workload ABI %d, this cowrun has ABI %d (and reads 1): rebuild it against this cowrun.h",
+	warnx_("%s: '%s' was built for workload ABI %d, this cowrun has ABI %d (and reads 1 and 2): rebuild it against this cowrun.h",
 	       context, path, w->abi_version, COWRUN_ABI_VERSION);
 	return NULL;
 }

@@ -82,7 +82,7 @@ SMALL_SALES="sales --rows 30000 --stores 9 --products 50 --days 60"
 	run --separate-stderr cowrun --merge "$d/res" $SMALL_SALES
 	[ "$status" -eq 0 ]
 	[ "$output" = "$direct" ]
-	diff -r "$d/direct" "$d/sharded"
+	diff -r -x '.cowrun-manifest.*' "$d/direct" "$d/sharded"
 	# The same files named one by one.
 	run --separate-stderr cowrun --merge "$d/res/2.res" --merge "$d/res/0.res" --merge "$d/res/3.res" --merge "$d/res/1.res" $SMALL_SALES
 	[ "$output" = "$direct" ]

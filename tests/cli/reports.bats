@@ -23,7 +23,7 @@ trace_run() {
 # temporary name as a new file (O_CREAT|O_EXCL|O_NOFOLLOW: never an
 # existing file or a link), fsync'd and renamed to its final name by the
 # same process or thread, in that order; no final name was ever opened for
-# writing.
+# writing.  The run's manifest (.cowrun-manifest.*) is created the same way.
 check_report_trace() {
 	local outdir=$1 n=$2
 	awk -v dir="$outdir" -v n="$n" '
@@ -38,6 +38,12 @@ check_report_trace() {
 	/openat\(/ && /O_WRONLY|O_RDWR/ {
 		p = path($0)
 		if (index(p, "task-") == 1 || index(p, dir "/task-") == 1) fail("final name opened: " $0)
+		# The run'"'"'s manifest: a new file under a temporary name too.
+		if (index(p, ".cowrun-manifest.") == 1 && match($0, /= [0-9]+$/)) {
+			if ($0 !~ /O_EXCL/ || $0 !~ /O_NOFOLLOW/ || $0 ~ /O_TRUNC/)
+				fail("manifest not created as a new file: " $0)
+			manifest_temp[p] = 1
+		}
 		if (index(p, ".task-") == 1 && match($0, /= [0-9]+$/)) {
 			if ($0 !~ /O_EXCL/ || $0 !~ /O_NOFOLLOW/ || $0 ~ /O_TRUNC/)
 				fail("temporary report not created as a new file: " $0)
@@ -48,6 +54,10 @@ check_report_trace() {
 	/fsync\(/ { split($0, a, /[()]/); if (FILENAME in fd && a[2] == fd[FILENAME]) synced[FILENAME] = 1 }
 	/rename(at2?)?\(/ {
 		split($0, q, "\""); from = q[2]; to = q[4]
+		if (index(from, ".cowrun-manifest.") == 1) {
+			if (!(from in manifest_temp)) fail("manifest renamed from a file it did not write: " $0)
+			next
+		}
 		if (!(FILENAME in temp) || from != temp[FILENAME]) fail("renamed from a file it did not write: " $0)
 		if (!synced[FILENAME]) fail("renamed before fsync: " $0)
 		if (index(to, "task-") != 1) fail("renamed elsewhere: " $0)
@@ -69,7 +79,7 @@ check_report_trace() {
 		trace_run $mode -o "$BATS_TEST_TMPDIR/rep" selftest --tasks 5 --report-bytes 100
 		[ "$status" -eq 0 ]
 		[ "$(ls "$BATS_TEST_TMPDIR/rep" | wc -l)" -eq 5 ]
-		[ -z "$(ls -A "$BATS_TEST_TMPDIR/rep" | grep '^\.')" ]
+		[ -z "$(ls -A "$BATS_TEST_TMPDIR/rep" | grep '^\.' | grep -v '^\.cowrun-manifest\.')" ]
 		check_report_trace "$BATS_TEST_TMPDIR/rep" 5
 		# The temporary names' last part is random, one per batch.
 		tags+=($(grep -ho '"\.task-[^"]*\.tmp"' "$BATS_TEST_TMPDIR"/trace/t.* |
@@ -97,7 +107,7 @@ yesterday() {
 		for k in 0 2 3 5; do
 			[ "$(wc -c <"$d/task-00000$k")" -eq 20 ]
 		done
-		[ -z "$(ls -A "$d" | grep '^\.')" ]
+		[ -z "$(ls -A "$d" | grep '^\.' | grep -v '^\.cowrun-manifest\.')" ]
 	done
 	# A worker that dies mid-task: the parent removes the report.
 	d="$BATS_TEST_TMPDIR/rep-crash"
@@ -107,5 +117,5 @@ yesterday() {
 	[ ! -e "$d/task-000002" ]
 	[ ! -e "$d/task-000003" ]
 	[ "$(cat "$d"/task-00000[0145] | wc -c)" -eq 80 ]
-	[ -z "$(ls -A "$d" | grep '^\.')" ]
+	[ -z "$(ls -A "$d" | grep '^\.' | grep -v '^\.cowrun-manifest\.')" ]
 }

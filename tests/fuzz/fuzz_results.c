@@ -127,12 +127,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-	static char *args[] = { "selftest", "--tasks", "4", NULL };
-
 	(void)argc;
 	(void)argv;
 	task_set_current_workload("selftest");
-	identity = results_identity("0.3.0", &fake, 3, args, NTASKS, (struct results_context){ NULL, 0 });
+	identity = results_identity("0.3.0", &fake, "arg --tasks\narg 4\n", NTASKS,
+				    (struct results_context){ NULL, 0 });
 	if (identity == NULL)
 		abort();
 	return 0;

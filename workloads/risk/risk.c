@@ -50,9 +50,9 @@ static const struct risk_config risk_defaults = {
 };
 
 static const struct cowrun_option risk_options[] = {
-	{ "input", COWRUN_OPT_STRING, offsetof(struct risk_config, input),
+	{ "input", COWRUN_OPT_INPUT, offsetof(struct risk_config, input),
 	  0, 0, "FILE", "read daily returns from this CSV instead of generating them" },
-	{ "holdings", COWRUN_OPT_STRING, offsetof(struct risk_config, holdings),
+	{ "holdings", COWRUN_OPT_INPUT, offsetof(struct risk_config, holdings),
 	  0, 0, "FILE", "read the portfolios from this CSV instead of generating them" },
 	{ "assets", COWRUN_OPT_INT, offsetof(struct risk_config, assets),
 	  2, MAX_ASSETS, "N", "assets to generate" },

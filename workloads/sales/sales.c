@@ -32,7 +32,7 @@ static const struct sales_config sales_defaults = {
 };
 
 static const struct cowrun_option sales_options[] = {
-	{ "input", COWRUN_OPT_STRING, offsetof(struct sales_config, input),
+	{ "input", COWRUN_OPT_INPUT, offsetof(struct sales_config, input),
 	  0, 0, "FILE", "read this CSV instead of generating data" },
 	{ "rows", COWRUN_OPT_INT, offsetof(struct sales_config, rows),
 	  1, 100000000, "N", "transactions to generate" },

@@ -1,0 +1,287 @@
+/*
+ * inputs.c - the input files of a run and the identity body built from
+ * them.  See inputs.h.
+ */
+#define _GNU_SOURCE
+#include "inputs.h"
+#include "config.h"
+#include "files/inputid.h"
+#include "files/results.h"
+#include "files/runid.h"
+#include "os/util.h"
+#include "workload/options.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* One input: the option at argv[first], its value, what the file is. */
+struct input {
+	int first;
+	char option[72];         /* "--input" */
+	const char *given;       /* the value, as given */
+	int guessed;             /* taken for one: its value names a file */
+	int maybe;               /* a merge without setup: a guess not yet settled */
+	struct inputid before;   /* before the setup */
+	struct inputid id;       /* after it: the one in the identity */
+};
+
+static struct {
+	const struct cowrun_workload *w;
+	int argc;
+	char **argv;
+	struct input *in;
+	size_t n;
+	char from[4096];         /* the results file a merge took them from */
+} run;
+
+static int kind_of(const struct cowrun_option *o)
+{
+	return COWRUN_OPT_KIND((int)o->type);
+}
+
+/* Could this entry's value name a file? */
+static int names_a_file(const struct cowrun_option *o)
+{
+	return kind_of(o) == COWRUN_OPT_STRING || kind_of(o) == COWRUN_OPT_INPUT;
+}
+
+int inputs_check_names(const struct cowrun_workload *w, const char *const *names, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		const struct cowrun_option *o = options_find(w->options, names[i]);
+		if (o == NULL || !names_a_file(o)) {
+			warnx_("--not-input: '%s' is no option of %s that names a file (see %s --help)",
+			       names[i], w->name, w->name);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static int said_not_input(const struct cowrun_option *o, const char *const *names, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (options_find(o, names[i]) == o)
+			return 1;
+	return 0;
+}
+
+/* Is the token an input, a guess to settle later (2), or neither (0)?
+ * `declared`: the table declares inputs, so nothing is guessed. */
+static int input_kind(const struct options_token *t, int declared, const char *const *not_inputs,
+		      size_t nnot, int look)
+{
+	const struct cowrun_option *o = t->option;
+
+	if (o == NULL || t->value == NULL || !names_a_file(o) ||
+	    (o->type & (COWRUN_OPT_TUNING | COWRUN_OPT_NOT_INPUT)) ||
+	    said_not_input(o, not_inputs, nnot))
+		return 0;
+	if (kind_of(o) == COWRUN_OPT_INPUT)
+		return 1;
+	if (declared || t->value[0] == '\0')
+		return 0;
+	if (!look)
+		return 2;
+	struct inputid id;
+	inputid_stat(&id, t->value);
+	return id.kind == INPUT_FILE ? 1 : 0;
+}
+
+int inputs_find(const struct cowrun_workload *w, int argc, char **argv,
+		const char *const *not_inputs, size_t nnot, int look)
+{
+	struct options_token t;
+	int declared = options_declares_inputs(w->options), i = 1;
+
+	inputs_free();
+	run.w = w;
+	run.argc = argc;
+	run.argv = argv;
+	if (inputs_check_names(w, not_inputs, nnot) != 0)
+		return -1;
+	run.in = calloc((size_t)(argc > 0 ? argc : 1), sizeof *run.in);
+	if (run.in == NULL) {
+		warnx_("out of memory");
+		return -1;
+	}
+	while (options_next(w->options, argc, argv, &i, &t)) {
+		int kind = input_kind(&t, declared, not_inputs, nnot, look);
+		if (kind == 0)
+			continue;
+		struct input *in = &run.in[run.n++];
+		in->first = t.first;
+		snprintf(in->option, sizeof in->option, "--%s", t.option->name);
+		in->given = t.value;
+		in->guessed = kind_of(t.option) != COWRUN_OPT_INPUT;
+		in->maybe = kind == 2;
+		if (look)
+			inputid_stat(&in->before, in->given);
+		in->id = in->before;
+	}
+	return 0;
+}
+
+/* ---- the body ---- */
+
+/* The input that starts at argv[first], or NULL. */
+static const struct input *input_at(int first)
+{
+	for (size_t k = 0; k < run.n; k++)
+		if (run.in[k].first == first && !run.in[k].maybe)
+			return &run.in[k];
+	return NULL;
+}
+
+/* The body with each input's identity `early ? before : id`. */
+static char *body_of(int early)
+{
+	char *text = NULL;
+	size_t size = 0, n = 0;
+	FILE *f = open_memstream(&text, &size);
+	struct options_token t;
+	int i = 1;
+
+	if (f == NULL)
+		return NULL;
+	if (run.from[0])
+		fprintf(f, "inputs-from %s\n", run.from);
+	for (size_t k = 0; k < run.n; k++)
+		if (!run.in[k].maybe)
+			inputid_format(f, (unsigned)++n, run.in[k].option, run.in[k].guessed,
+				       early ? &run.in[k].before : &run.in[k].id);
+	for (n = 0; run.w && options_next(run.w->options, run.argc, run.argv, &i, &t);) {
+		if (input_at(t.first)) {
+			fprintf(f, "arg %s\narg-input %zu\n", input_at(t.first)->option, ++n);
+			continue;
+		}
+		if (t.option && (t.option->type & COWRUN_OPT_TUNING))
+			continue;
+		for (int a = t.first; a < t.first + t.count; a++)
+			fprintf(f, "arg %s\n", run.argv[a]);
+	}
+	if (fclose(f) != 0) {
+		free(text);
+		return NULL;
+	}
+	return text;
+}
+
+char *inputs_body(void)
+{
+	return body_of(0);
+}
+
+/* ---- before and after the setup ---- */
+
+int inputs_check_journal(const struct cowrun_workload *w, const char *journal)
+{
+	char *saved = NULL, *body = NULL, *ours = NULL;
+	int rc = 0;
+
+	if (results_read_identity(journal, &saved) != 0)
+		return 0;
+	if ((body = body_of(1)) == NULL ||
+	    (ours = results_identity(COWRUN_VERSION, w, body, 0, (struct results_context){ 0 })) == NULL) {
+		warnx_("out of memory");
+		rc = -1;
+	} else {
+		rc = runid_check("--resume", journal, saved, strlen(saved), ours,
+				 RUNID_RESUME | RUNID_EARLY);
+	}
+	free(saved);
+	free(body);
+	free(ours);
+	return rc;
+}
+
+/* One input after the setup: the same file, in the same state, as
+ * before it; then its hash.  *hashed_here: the runner read it. */
+static int settle_one(struct input *in, int *hashed_here)
+{
+	inputid_stat(&in->id, in->given);
+	if (!inputid_same_state(&in->before, &in->id)) {
+		warnx_("input '%s' (%s) changed while the setup read it: run again", in->given,
+		       in->option);
+		return -1;
+	}
+	*hashed_here = 0;
+	if (in->id.kind == INPUT_MISSING || inputid_take_reported(&in->id) ||
+	    in->id.kind != INPUT_FILE)
+		return 0;
+	*hashed_here = 1;
+	return inputid_hash(&in->id, in->given);
+}
+
+int inputs_settle(const char *workload, int verbose)
+{
+	uint64_t t0 = now_ns(), bytes = 0, hashed_bytes = 0;
+	size_t from_setup = 0, hashed = 0;
+
+	for (size_t k = 0; k < run.n; k++) {
+		int here;
+		if (settle_one(&run.in[k], &here) != 0)
+			return -1;
+		bytes += run.in[k].id.size;
+		hashed += here;
+		hashed_bytes += here ? run.in[k].id.size : 0;
+		from_setup += !here && run.in[k].id.hashed;
+	}
+	if (verbose && run.n > 0) {
+		char b[32], h[32];
+		warnx_("%s: %zu input%s, %s bytes: %zu hashed by the setup's own read, %zu (%s bytes) "
+		       "hashed here in %.3f s", workload, run.n, run.n == 1 ? "" : "s",
+		       cowrun_fmt_count(b, sizeof b, (int64_t)bytes), from_setup, hashed,
+		       cowrun_fmt_count(h, sizeof h, (int64_t)hashed_bytes), (now_ns() - t0) / 1e9);
+	}
+	return 0;
+}
+
+/* ---- a merge without setup ---- */
+
+/* The saved input `s` as this run's input `in`. */
+static void take_input(struct input *in, const struct runid_input *s)
+{
+	memset(&in->id, 0, sizeof in->id);
+	in->id.kind = strcmp(s->kind, "file") == 0 ? INPUT_FILE
+		: strcmp(s->kind, "missing") == 0 ? INPUT_MISSING
+		: strcmp(s->kind, "other") == 0 ? INPUT_OTHER : INPUT_UNKNOWN;
+	in->id.size = strtoull(s->size, NULL, 10);
+	in->id.hashed = strcmp(s->hash, "-") != 0;
+	in->id.hash = strtoull(s->hash, NULL, 16);
+	in->guessed = s->guessed;
+	in->maybe = 0;
+}
+
+int inputs_take_from(const char *path)
+{
+	char *text = NULL;
+	struct runid_input *saved = NULL;
+	size_t nsaved = 0, next = 0;
+
+	if (results_read_identity(path, &text) != 0)
+		return 0;
+	if (runid_inputs(text, strlen(text), &saved, &nsaved) != 0) {
+		free(text);
+		return -1;
+	}
+	/* In argv order, as both were numbered: an input here whose option
+	 * is the next saved one's takes its identity. */
+	for (size_t k = 0; k < run.n; k++) {
+		if (next < nsaved && strcmp(run.in[k].option, saved[next].option) == 0)
+			take_input(&run.in[k], &saved[next++]);
+	}
+	snprintf(run.from, sizeof run.from, "%s", path);
+	free(saved);
+	free(text);
+	return 0;
+}
+
+void inputs_free(void)
+{
+	free(run.in);
+	memset(&run, 0, sizeof run);
+}

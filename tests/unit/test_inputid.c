@@ -1,0 +1,145 @@
+/*
+ * test_inputid.c - unit tests for runner/files/inputid.c and runid.c: an
+ * input's content hash is cowrun.h's definition (block hashes of
+ * COWRUN_INPUT_BLOCK bytes combined, seeded with the size) at every size
+ * around the block and read-piece boundaries, on any number of threads and
+ * on this one; a hash handed over by a workload is taken only for the file
+ * in the state it was hashed in; identities compare as promised (spelling
+ * and where-lines ignored by a merge, compared by a resume; an input that
+ * changed named with what changed).
+ */
+#define _GNU_SOURCE
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "cowrun.h"
+#include "files/inputid.h"
+#include "files/runid.h"
+#include "os/parallel.h"
+
+/* cowrun.h's definition, spelled out. */
+static uint64_t reference_hash(const unsigned char *data, size_t size)
+{
+	size_t nblocks = (size + COWRUN_INPUT_BLOCK - 1) / COWRUN_INPUT_BLOCK;
+	uint64_t *block = calloc(nblocks + 1, sizeof *block);
+
+	for (size_t i = 0; i < nblocks; i++) {
+		size_t len = size - i * COWRUN_INPUT_BLOCK;
+		block[i] = cowrun_hash64(data + i * COWRUN_INPUT_BLOCK,
+					 len < COWRUN_INPUT_BLOCK ? len : COWRUN_INPUT_BLOCK, 0);
+	}
+	uint64_t h = cowrun_hash64(block, nblocks * sizeof *block, size);
+	free(block);
+	return h;
+}
+
+static void test_hash_is_the_definition(void **state)
+{
+	static const size_t sizes[] = {
+		0, 1, 240, 241, (256 << 10) - 1, 256 << 10, (256 << 10) + 1,
+		COWRUN_INPUT_BLOCK - 1, COWRUN_INPUT_BLOCK, COWRUN_INPUT_BLOCK + 1,
+		2 * COWRUN_INPUT_BLOCK + 12345,
+	};
+	size_t max = 2 * COWRUN_INPUT_BLOCK + 12345;
+	unsigned char *data = malloc(max);
+	int fd = memfd_create("input", 0);
+
+	(void)state;
+	assert_non_null(data);
+	for (size_t i = 0; i < max; i++)
+		data[i] = (unsigned char)(i * 2654435761u >> 13);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, data, max), (ssize_t)max);
+	for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++) {
+		uint64_t want = reference_hash(data, sizes[s]), got = 0;
+		for (unsigned threads = 1; threads <= 3; threads++) {
+			setup_threads_set(threads);
+			assert_int_equal(inputid_hash_fd(fd, sizes[s], 1, &got), 0);
+			assert_true(got == want);
+		}
+		assert_int_equal(inputid_hash_fd(fd, sizes[s], 0, &got), 0);
+		assert_true(got == want);
+	}
+	/* A file shorter than it was said to be: EAGAIN, never a hash. */
+	uint64_t got;
+	assert_int_equal(inputid_hash_fd(fd, max + 1, 0, &got), -1);
+	close(fd);
+	free(data);
+}
+
+static void test_reported_hash_only_for_that_state(void **state)
+{
+	char path[] = "/tmp/test_inputid.XXXXXX";
+	int fd = mkstemp(path);
+	struct inputid id;
+
+	(void)state;
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, "abc\n", 4), 4);
+	inputid_forget_reported();
+	cowrun_input_hash(fd, 0x1234);
+	inputid_stat(&id, path);
+	assert_int_equal(id.kind, INPUT_FILE);
+	assert_true(inputid_take_reported(&id));
+	assert_true(id.hash == 0x1234);
+	/* Written again after it was hashed: that hash is not this file's. */
+	assert_int_equal(write(fd, "d", 1), 1);
+	inputid_stat(&id, path);
+	assert_false(inputid_take_reported(&id));
+	inputid_forget_reported();
+	close(fd);
+	unlink(path);
+}
+
+#define HEAD "cowrun results 4\ncowrun 0.3.0\nworkload w\nabi 3\ntasks 2\n"
+#define ARGS "arg --input\narg-input 1\n"
+
+static int check(const char *saved, const char *ours, int flags)
+{
+	return runid_check("merge", "x.res", saved, strlen(saved), ours, flags);
+}
+
+static void test_identities_compare(void **state)
+{
+	const char *a = HEAD "input 1 --input file 10 00000000000000aa\n"
+		"input-at 1 1:2 3.000000000 /d/in.csv\n" ARGS;
+	const char *moved = HEAD "input 1 --input file 10 00000000000000aa\n"
+		"input-at 1 1:9 4.000000000 /e/in.csv\n" ARGS;
+	const char *other = HEAD "input 1 --input file 10 00000000000000bb\n"
+		"input-at 1 1:2 3.000000000 /d/in.csv\n" ARGS;
+	const char *unknown = HEAD "input 1 --input file 10 -\n"
+		"input-at 1 1:2 3.000000000 /d/in.csv\n" ARGS;
+
+	(void)state;
+	assert_int_equal(check(a, a, 0), 0);
+	assert_int_equal(check(a, moved, 0), 0);            /* a merge: size and hash */
+	assert_int_equal(check(a, moved, RUNID_RESUME), -1); /* a resume: where, too */
+	assert_int_equal(check(a, other, 0), -1);
+	assert_int_equal(check(a, other, RUNID_RESUME | RUNID_EARLY), -1);
+	assert_int_equal(check(a, unknown, RUNID_RESUME | RUNID_EARLY), 0);
+	/* Before the setup only an input is refused. */
+	assert_int_equal(check(a, HEAD "input 1 --input file 10 -\n"
+			       "input-at 1 1:2 3.000000000 /d/in.csv\narg --input\narg-input 1\narg x\n",
+			       RUNID_RESUME | RUNID_EARLY), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_hash_is_the_definition),
+		cmocka_unit_test(test_reported_hash_only_for_that_state),
+		cmocka_unit_test(test_identities_compare),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
