@@ -37,7 +37,7 @@ copy_tree() {
 	expected=$("$GRAPH" --layout)
 	actual=$(sed -n '/^<!-- layout: /,/^<!-- end of layout -->/p' "$ROOT/README.md" | sed '1d;$d')
 	[ -n "$actual" ]
-	[ "$actual" = "$expected" ]
+	[ "$actual" = "$expected" ] || { echo "stale: run build-aux/readme-tables" >&2; return 1; }
 }
 
 @test "tree: an include going up the layers is caught, naming both ends" {
@@ -89,5 +89,6 @@ copy_tree() {
 	expected=$(make -s -C "$ROOT" print-deps)
 	actual=$(sed -n '/^<!-- deps: /,/^<!-- end of deps -->/p' "$ROOT/README.md" | sed '1d;$d')
 	[ -n "$actual" ]
-	[ "$actual" = "$expected" ] || { diff <(echo "$expected") <(echo "$actual") >&2; return 1; }
+	[ "$actual" = "$expected" ] ||
+		{ diff <(echo "$expected") <(echo "$actual") >&2; echo "stale: run build-aux/readme-tables" >&2; return 1; }
 }
