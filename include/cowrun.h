@@ -315,7 +315,7 @@ struct cowrun_workload {
 	/* Parent, optional: the task count and names without the setup, for
 	 * `cowrun --dry-run`: returns a state that ntasks() and task_name()
 	 * accept (freed by teardown()), or NULL if the tasks are known only
-	 * after the setup.  (Declared for ABI 3; not called yet.) */
+	 * after the setup. */
 	void *(*plan)(int argc, char **argv);
 };
 

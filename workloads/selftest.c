@@ -609,6 +609,12 @@ static void *selftest_merge_setup(int argc, char **argv, const void *context, si
 	return s;
 }
 
+/* --dry-run: the tasks are named from the options alone. */
+static void *selftest_plan(int argc, char **argv)
+{
+	return new_state(argc, argv);
+}
+
 const struct cowrun_workload cowrun_workload_selftest = {
 	.abi_version = COWRUN_ABI_VERSION,
 	.name = "selftest",
@@ -630,4 +636,5 @@ const struct cowrun_workload cowrun_workload_selftest = {
 	.teardown = selftest_teardown,
 	.merge_context = selftest_merge_context,
 	.merge_setup = selftest_merge_setup,
+	.plan = selftest_plan,
 };

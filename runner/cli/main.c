@@ -80,6 +80,10 @@ static void usage(FILE *out)
 "      --list          list the built-in workloads\n"
 "      --check-args    only check that the workload exists and its options\n"
 "                      parse (no setup, no task): exit 0, or 255 and why\n"
+"      --dry-run       print the plan without the setup: the tasks (when the\n"
+"                      workload can name them without it), workers, setup\n"
+"                      threads, memory, every file it would create, replace\n"
+"                      or append to; exit as the run would start (0 or 255)\n"
 "  -v, --verbose       report setup time, workers and fork time on stderr\n"
 "  -h, --help          show this help\n"
 "  -V, --version       show the version; with -v also the results format and\n"
@@ -152,6 +156,7 @@ static int parse_cli(int argc, char **argv, struct run_config *cfg)
 		{ "clean", no_argument, NULL, 'C' },
 		{ "list", no_argument, NULL, 'l' },
 		{ "check-args", no_argument, NULL, 'A' },
+		{ "dry-run", no_argument, NULL, 'Q' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
@@ -173,6 +178,7 @@ static int parse_cli(int argc, char **argv, struct run_config *cfg)
 		case 'h': usage(stdout); return -1;
 		case 'V': cfg->show_version = 1; break;
 		case 'A': cfg->check_args = 1; break;
+		case 'Q': cfg->dry_run = 1; break;
 		case 'G': cfg->log_time = 1; break;
 		case 'C': cfg->clean = 1; break;
 		case ':':

@@ -37,6 +37,7 @@ struct run_config {
 	int verbose;
 	int show_version;         /* --version (with -v: what a merge needs) */
 	int check_args;           /* --check-args: parse the workload's options only */
+	int dry_run;              /* --dry-run: the plan, nothing run or written */
 	struct selection selection;
 	const char *save_path;    /* --save-results */
 	const char *timeline_path;

@@ -100,8 +100,7 @@ static void manifest_prefix(const char *workload, char *buf, size_t size)
 	}
 }
 
-/* This run's manifest name (manifest.h). */
-static void manifest_name(const char *workload, const struct selection *sel, char *buf,
+void manifest_name(const char *workload, const struct selection *sel, char *buf,
 			  size_t size)
 {
 	char prefix[NAME_MAX + 1];

@@ -50,4 +50,9 @@
 int manifest_finish(struct batch *b, const struct selection *sel, const char *identity,
 		    int clean, int stopped);
 
+/* The manifest name of a run of `workload` with selection `sel`:
+ * .cowrun-manifest.WORKLOAD, with .shard-K-of-M or .tasks-HASH for a
+ * selection, into buf. */
+void manifest_name(const char *workload, const struct selection *sel, char *buf, size_t size);
+
 #endif

@@ -89,7 +89,7 @@ void run_note_stdout_closed(int closed)
 	stdout_closed = closed;
 }
 
-static size_t choose_workers(const struct run_config *cfg, size_t ntasks)
+size_t run_choose_workers(const struct run_config *cfg, size_t ntasks)
 {
 	size_t workers = jobs_resolve(&cfg->jobs, cpu_count(), ntasks);
 	size_t max = pool_max_workers();
@@ -105,7 +105,7 @@ static size_t choose_workers(const struct run_config *cfg, size_t ntasks)
 /* The setup's threads (cowrun_parallel()): the workers -j means, at most
  * the usable CPUs (-j 0, one per task, means the CPUs here: the task count
  * is not known before setup); one in serial mode. */
-static unsigned choose_setup_threads(const struct run_config *cfg)
+unsigned run_choose_setup_threads(const struct run_config *cfg)
 {
 	int cpus = cpu_count();
 	size_t threads = jobs_resolve(&cfg->jobs, cpus, (size_t)1 << 30); /* no task count yet */
@@ -154,7 +154,7 @@ static int run_tasks(const struct run_config *cfg, struct batch *b, struct sidef
 	struct pool_stats stats;
 	size_t count = batch_count(b);
 
-	metrics.m.workers = cfg->mode == MODE_SERIAL || count == 0 ? 1 : choose_workers(cfg, count);
+	metrics.m.workers = cfg->mode == MODE_SERIAL || count == 0 ? 1 : run_choose_workers(cfg, count);
 	if (count == 0 && cfg->mode != MODE_SERIAL) {
 		if (cfg->verbose)
 			warnx_("%s: no task to run%s", cfg->mode == MODE_OMP ? "omp" : "fork",
@@ -167,7 +167,7 @@ static int run_tasks(const struct run_config *cfg, struct batch *b, struct sidef
 			       procstat_threads());
 		return serial_run(b);
 	}
-	size_t workers = choose_workers(cfg, count);
+	size_t workers = run_choose_workers(cfg, count);
 	if (cfg->mode == MODE_OMP) {
 		if (cfg->verbose)
 			warnx_("omp: %zu threads on %d CPUs", workers, cpu_count());
@@ -312,7 +312,7 @@ static int execute(const struct run_config *cfg, struct batch *b, struct sidefil
 
 	if (cfg->mode != MODE_FORK) {
 		size_t count = batch_count(b);
-		size_t slots = cfg->mode == MODE_OMP && count ? choose_workers(cfg, count) : 1;
+		size_t slots = cfg->mode == MODE_OMP && count ? run_choose_workers(cfg, count) : 1;
 		if (watchdog_start(b, slots, !cfg->no_freeze, &status) != 0) {
 			/* The watching parent: the child's status and files; its
 			 * metrics too, unless it died before it could write them. */
@@ -394,7 +394,7 @@ out:
 
 /* The side files the command line names, checked now: a collision is
  * found before the setup, not after it.  Returns 0 or -1 after a message. */
-static int check_side_files(const struct run_config *cfg, struct sidefiles *files)
+int run_check_side_files(const struct run_config *cfg, struct sidefiles *files)
 {
 	const struct sidefiles_paths paths = {
 		.save = cfg->save_path,
@@ -493,7 +493,7 @@ int run_setup(const struct run_config *cfg, struct batch *b, uint64_t *t0)
 	b->workload = cfg->workload;
 	b->outdir = cfg->outdir;
 	b->verbose = cfg->verbose;
-	setup_threads_set(choose_setup_threads(cfg));
+	setup_threads_set(run_choose_setup_threads(cfg));
 	setup_threads_used_reset();
 	int from_context = merge_without_setup(cfg, b);
 	unsigned used = setup_threads_used();
@@ -585,7 +585,11 @@ int run_direct(const struct run_config *cfg)
 		return options_check(cfg->workload, cfg->wargc, cfg->wargv) == 0 &&
 		       inputs_check_names(cfg->workload, cfg->not_inputs, cfg->nnot_inputs) == 0
 		       ? 0 : EXIT_USAGE;
-	if (check_side_files(cfg, &files) != 0 ||
+	if (cfg->dry_run) {
+		int rc = run_dry(cfg);
+		return rc != 0 ? rc : run_stdout_written();
+	}
+	if (run_check_side_files(cfg, &files) != 0 ||
 	    sidefiles_lock(&files, cfg->resume ? cfg->workload->name : NULL) != 0)
 		return EXIT_USAGE;
 	/* The metrics say the run started, and a bad --metrics path is

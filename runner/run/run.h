@@ -43,4 +43,19 @@ int run_batch(const struct run_config *cfg, struct batch *b, struct sidefiles *f
  * status. */
 int run_direct(const struct run_config *cfg);
 
+/* What a run would use, for the run and its dry run alike: the workers
+ * for `ntasks` tasks (-j, the CPUs, the descriptors there are); the
+ * setup's threads; the side files the command line names, checked
+ * (0, or -1 after a message). */
+size_t run_choose_workers(const struct run_config *cfg, size_t ntasks);
+unsigned run_choose_setup_threads(const struct run_config *cfg);
+int run_check_side_files(const struct run_config *cfg, struct sidefiles *files);
+
+/* cowrun --dry-run: the plan of the run on stdout (the tasks, workers,
+ * setup threads, memory, every file it would create or replace, what it
+ * would refuse), without the setup and without writing anything.
+ * Returns the status the real run would start with: 0, or EXIT_USAGE
+ * after the refusal's message. */
+int run_dry(const struct run_config *cfg);
+
 #endif

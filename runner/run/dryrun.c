@@ -1,0 +1,201 @@
+/*
+ * dryrun.c - cowrun --dry-run: what a run would do, without its setup and
+ * without writing anything: the tasks (when the workload can name them
+ * without its setup: the plan() member), the workers and setup threads,
+ * the memory, every file it would create, replace or append to, and the
+ * checks a real run makes before its setup.  See run.h.
+ */
+#define _GNU_SOURCE
+#include "run.h"
+#include "inputs.h"
+#include "manifest.h"
+#include "resume.h"
+#include "os/memavail.h"
+#include "os/util.h"
+#include "workload/options.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define NAMES_SHOWN 3   /* task names listed at each end of the list */
+
+/* "create", "replace" or "append" for a file the run would write at
+ * `path`: what is there now decides. */
+static const char *fate_of(const char *path, int appends)
+{
+	struct stat st;
+
+	if (lstat(path, &st) != 0)
+		return "create";
+	return appends ? "append" : "replace";
+}
+
+static void file_line(const char *path, const char *what, int appends)
+{
+	printf("  %-8s %s%s%s\n", fate_of(path, appends), path, what[0] ? "  " : "", what);
+}
+
+/* The output directory as a real run would take it; 0, or -1 after the
+ * message the run would give. */
+static int check_outdir(const char *dir)
+{
+	struct stat st;
+
+	if (lstat(dir, &st) != 0)
+		return 0;   /* created, with its parents */
+	if (S_ISLNK(st.st_mode) || !S_ISDIR(st.st_mode)) {
+		warnx_("output directory '%s' is a symbolic link or not a directory: "
+		       "give the directory itself", dir);
+		return -1;
+	}
+	if (geteuid() == 0 && st.st_uid != 0) {
+		warnx_("output directory '%s' belongs to uid %ld: refusing to write there as root "
+		       "(run as its owner, or give a directory root owns)", dir, (long)st.st_uid);
+		return -1;
+	}
+	return 0;
+}
+
+/* The input files, as a run looks at them before its setup: found, and
+ * for --resume unchanged since the journal.  0, or -1 after a message. */
+static int check_inputs(const struct run_config *cfg)
+{
+	char journal[4096];
+
+	if (cfg->nmerge > 0)
+		return 0;   /* a merge may need no input at all */
+	if (inputs_find(cfg->workload, cfg->wargc, cfg->wargv, cfg->not_inputs, cfg->nnot_inputs,
+			1) != 0)
+		return -1;
+	return cfg->resume && cfg->joblog_path
+		? inputs_check_journal(cfg->workload,
+				       resume_journal_path(cfg->joblog_path, journal, sizeof journal))
+		: 0;
+}
+
+/* The selected tasks of a planned state: their count, the first and last
+ * names.  Returns the count, or (size_t)-1 after a message. */
+static size_t show_tasks(const struct run_config *cfg, const void *plan, size_t **selected)
+{
+	const struct cowrun_workload *w = cfg->workload;
+	size_t ntasks = w->ntasks(plan), count = ntasks;
+	char name[COWRUN_NAME_MAX];
+
+	*selected = NULL;
+	if (selection_active(&cfg->selection) &&
+	    selection_resolve(&cfg->selection, ntasks, selected, &count) != 0)
+		return (size_t)-1;
+	printf("tasks      %zu of %zu%s", count, ntasks, count ? ":" : "");
+	for (size_t i = 0; i < count; i++) {
+		if (i == NAMES_SHOWN && count > 2 * NAMES_SHOWN) {
+			printf(" ...");
+			i = count - NAMES_SHOWN;
+		}
+		w->task_name(plan, *selected ? (*selected)[i] : i, name, sizeof name);
+		printf(" %s", name);
+	}
+	printf("%s\n", cfg->resume ? "\n           (less those the joblog's journal settles, "
+				     "known once the setup's identity is checked)" : "");
+	return count;
+}
+
+/* Every file the run would write, and how. */
+static void show_files(const struct run_config *cfg, const void *plan, const size_t *selected,
+		       size_t count)
+{
+	const struct cowrun_workload *w = cfg->workload;
+	char path[PATH_MAX], name[COWRUN_NAME_MAX];
+
+	printf("files\n");
+	if ((w->flags & COWRUN_WRITES_REPORTS) && plan) {
+		printf("  %-8s %s  (the output directory)\n",
+		       access(cfg->outdir, F_OK) == 0 ? "use" : "create", cfg->outdir);
+		for (size_t i = 0; i < count; i++) {
+			w->task_name(plan, selected ? selected[i] : i, name, sizeof name);
+			snprintf(path, sizeof path, "%s/%s", cfg->outdir, name);
+			file_line(path, "", 0);
+		}
+		manifest_name(w->name, &cfg->selection, name, sizeof name);
+		snprintf(path, sizeof path, "%s/%s", cfg->outdir, name);
+		file_line(path, "(the run's manifest)", 0);
+	} else if (w->flags & COWRUN_WRITES_REPORTS) {
+		printf("  %-8s %s/...  (reports named after the setup)\n",
+		       access(cfg->outdir, F_OK) == 0 ? "use" : "create", cfg->outdir);
+	}
+	const char *joblog = cfg->joblog_path;
+	if (joblog) {
+		int plus = joblog[0] == '+';
+		file_line(joblog + plus, "(the joblog)", plus || cfg->resume);
+		file_line(resume_journal_path(joblog + plus, path, sizeof path), "(its journal)",
+			  plus || cfg->resume);
+	}
+	const char *side[][2] = { { cfg->save_path, "(--save-results)" },
+				  { cfg->timeline_path, "(--timeline)" },
+				  { cfg->stats_path, "(--stats)" },
+				  { cfg->metrics_path, "(--metrics)" } };
+	for (size_t i = 0; i < sizeof side / sizeof side[0]; i++)
+		if (side[i][0])
+			file_line(side[i][0], side[i][1], 0);
+}
+
+static void show_resources(const struct run_config *cfg, size_t count, int known)
+{
+	size_t avail = mem_available_bytes();
+
+	if (cfg->mode == MODE_SERIAL)
+		printf("workers    none: serial mode runs every task in this process\n");
+	else
+		printf("workers    %s%zu %s on %d CPUs\n", known ? "" : "up to ",
+		       run_choose_workers(cfg, known ? (count ? count : 1) : (size_t)1 << 30),
+		       cfg->mode == MODE_OMP ? "OpenMP threads" : "forked workers", cpu_count());
+	printf("setup      %u thread%s\n", run_choose_setup_threads(cfg),
+	       run_choose_setup_threads(cfg) == 1 ? "" : "s");
+	printf("memory     %.1f GiB available", (double)avail / (1 << 30));
+	if (cfg->memfree)
+		printf("; --memfree %.1f GiB: %s", (double)cfg->memfree / (1 << 30),
+		       avail < cfg->memfree ? "no task would start now" : "tasks would start now");
+	printf("\n");
+}
+
+int run_dry(const struct run_config *cfg)
+{
+	const struct cowrun_workload *w = cfg->workload;
+	struct sidefiles files;
+	size_t *selected = NULL, count = 0;
+	void *plan = NULL;
+	int rc = EXIT_USAGE;
+
+	printf("cowrun --dry-run: the plan; nothing is set up, run or written\n");
+	printf("workload   %s%s%s\n", w->name, cfg->plugin_path ? " from " : " (built in)",
+	       cfg->plugin_path ? cfg->plugin_path : "");
+	if (options_check(w, cfg->wargc, cfg->wargv) != 0 ||
+	    run_check_side_files(cfg, &files) != 0 ||
+	    ((w->flags & COWRUN_WRITES_REPORTS) && check_outdir(cfg->outdir) != 0) ||
+	    check_inputs(cfg) != 0)
+		goto refused;
+	if (cfg->nmerge == 0 && w->abi_version >= 3 && w->plan)
+		plan = w->plan(cfg->wargc, cfg->wargv);
+	if (plan && (count = show_tasks(cfg, plan, &selected)) == (size_t)-1)
+		goto refused;
+	if (!plan)
+		printf("tasks      %s\n", cfg->nmerge ? "none: --merge runs no task"
+			: "known after the setup (the workload names them from what it builds)");
+	show_resources(cfg, count, plan != NULL);
+	if (cfg->nmerge == 0)
+		show_files(cfg, plan, selected, count);
+	printf("would      start\n");
+	rc = 0;
+	goto out;
+refused:
+	printf("would      refuse (the message is on standard error)\n");
+out:
+	if (plan && w->teardown)
+		w->teardown(plan);
+	free(selected);
+	return rc;
+}
