@@ -244,5 +244,9 @@ int main(int argc, char **argv)
 
 	if (rc != 0)
 		return rc < 0 ? run_stdout_written() : rc;
+	if (cfg.dry_run) {
+		rc = run_dry(&cfg);
+		return rc != 0 ? rc : run_stdout_written();
+	}
 	return run_direct(&cfg);
 }

@@ -10,6 +10,7 @@
 #include "inputs.h"
 #include "manifest.h"
 #include "resume.h"
+#include "engine/task.h"
 #include "os/memavail.h"
 #include "os/util.h"
 #include "workload/options.h"
@@ -109,10 +110,11 @@ static void show_files(const struct run_config *cfg, const void *plan, const siz
 		       size_t count)
 {
 	const struct cowrun_workload *w = cfg->workload;
-	char path[PATH_MAX], name[COWRUN_NAME_MAX];
+	char path[PATH_MAX];
 
 	printf("files\n");
 	if ((w->flags & COWRUN_WRITES_REPORTS) && plan) {
+		char name[COWRUN_NAME_MAX];
 		printf("  %-8s %s  (the output directory)\n",
 		       access(cfg->outdir, F_OK) == 0 ? "use" : "create", cfg->outdir);
 		for (size_t i = 0; i < count; i++) {
@@ -170,6 +172,7 @@ int run_dry(const struct run_config *cfg)
 	void *plan = NULL;
 	int rc = EXIT_USAGE;
 
+	task_set_current_workload(w->name);   /* cowrun_error()'s messages */
 	printf("cowrun --dry-run: the plan; nothing is set up, run or written\n");
 	printf("workload   %s%s%s\n", w->name, cfg->plugin_path ? " from " : " (built in)",
 	       cfg->plugin_path ? cfg->plugin_path : "");

@@ -585,10 +585,6 @@ int run_direct(const struct run_config *cfg)
 		return options_check(cfg->workload, cfg->wargc, cfg->wargv) == 0 &&
 		       inputs_check_names(cfg->workload, cfg->not_inputs, cfg->nnot_inputs) == 0
 		       ? 0 : EXIT_USAGE;
-	if (cfg->dry_run) {
-		int rc = run_dry(cfg);
-		return rc != 0 ? rc : run_stdout_written();
-	}
 	if (run_check_side_files(cfg, &files) != 0 ||
 	    sidefiles_lock(&files, cfg->resume ? cfg->workload->name : NULL) != 0)
 		return EXIT_USAGE;
