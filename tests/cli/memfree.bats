@@ -1,13 +1,14 @@
 #!/usr/bin/env bats
 # --memfree SIZE, GNU Parallel's meaning for a fork pool, tested in a
-# memory cgroup of the test's own (a 400 MiB limit) with a process that
-# really takes memory (a "hog"): below SIZE no task is handed out; below
+# memory cgroup of the test's own (a 1 GiB limit) with a process that
+# really takes memory (a "hog", sized from what the cgroup holds already,
+# so that a sanitizer's heavier cowrun changes nothing): below SIZE no task is handed out; below
 # half of it the worker that started its task last is killed and its task
 # requeued (no retry spent, never the last worker), as the joblog shows.
 
 load helpers
 
-LIMIT_MB=400
+LIMIT_MB=1024
 
 setup() {
 	[ "$(id -u)" = 0 ] || skip "needs root for a memory cgroup"
@@ -47,6 +48,14 @@ time.sleep(600)' "$1" "$D/hog-ready" &
 	wait_until [ -e "$D/hog-ready" ]
 }
 
+# hog_leaving MB: the hog's size that leaves about MB MiB available in the
+# cgroup (its limit less what it holds now, less the interpreter's own).
+hog_leaving() {
+	local used
+	used=$(( $(cat "$CG/memory.usage_in_bytes") >> 20 ))
+	echo $(( LIMIT_MB - used - $1 - 12 ))
+}
+
 stop_hog() {
 	kill "$hog"
 	wait "$hog" 2>/dev/null || true
@@ -64,7 +73,7 @@ wait_until() {
 }
 
 @test "memfree: below SIZE no task is handed out until memory comes back" {
-	start_hog 250
+	start_hog "$(hog_leaving 150)"
 	in_cgroup "$REAPER" "$COWRUN" --memfree 200M -j 2 --joblog "$D/j" -o "$D/out" \
 		selftest --tasks 4 >"$D/stdout" 2>"$D/stderr" &
 	run_pid=$!
@@ -95,8 +104,9 @@ marks() {
 		selftest --tasks 2 --sleep-ms 1500 --mark-start "$D/m" >"$D/stdout" 2>"$D/stderr" &
 	run_pid=$!
 	wait_until marks 2
-	start_hog 330
-	wait_until grep -q "was killed by --memfree" "$D/stderr"
+	start_hog "$(hog_leaving 70)"
+	wait_until grep -q "was killed by --memfree" "$D/stderr" ||
+		{ cat "$D/stderr" >&2; grep -E '^total_(inactive_file|cache|rss) ' "$CG/memory.stat" >&2; false; }
 	# The other task is the last one running: it finishes under the hog.
 	wait_until one_finished
 	stop_hog
