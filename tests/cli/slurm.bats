@@ -32,9 +32,10 @@ need_slurm() {
 	[ -z "$SLURM_SKIP" ] || skip "$SLURM_SKIP"
 }
 
-# reference WORKLOAD ARGS...: the batch here, into ref_out / ref_status.
+# reference WORKLOAD ARGS...: the batch here, into ref_out / ref_status
+# (one worker per task: the tasks mostly sleep, and -j changes no byte).
 reference() {
-	run --separate-stderr cowrun -o "$BATS_TEST_TMPDIR/ref" "$@"
+	run --separate-stderr cowrun -j 0 -o "$BATS_TEST_TMPDIR/ref" "$@"
 	ref_out=$output ref_status=$status
 }
 
