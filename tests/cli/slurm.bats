@@ -8,6 +8,10 @@
 
 load helpers
 
+# The tests share this file's Slurm (setup_file): one at a time, even under
+# bats --jobs (other files still run beside them).
+BATS_NO_PARALLELIZE_WITHIN_FILE=true
+
 CLUSTER="$ROOT/cluster/cowrun-cluster"
 LOOPBACK="$ROOT/tests/helpers/slurm-loopback"
 SELF=(selftest --tasks 40 --sleep-ms 40)
