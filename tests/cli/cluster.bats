@@ -10,6 +10,10 @@
 
 load helpers
 
+# The tests share this file's sshd (setup_file): one at a time, even under
+# bats --jobs (other files still run beside them).
+BATS_NO_PARALLELIZE_WITHIN_FILE=true
+
 CLUSTER="$ROOT/cluster/cowrun-cluster"
 LOOPBACK="$ROOT/tests/helpers/sshd-loopback"
 SALES=(sales --rows 200000 --stores 12 --seed 7)

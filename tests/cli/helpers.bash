@@ -3,6 +3,13 @@ bats_require_minimum_version 1.5.0
 # every test also proves the run left no zombie and no orphan behind.
 
 ROOT="$(cd "$BATS_TEST_DIRNAME/../.." && pwd)"
+# Each test runs in an empty directory of its own, beside its
+# $BATS_TEST_TMPDIR: a run without -o writes its reports to ./out there,
+# never in the checkout, and tests running side by side (bats --jobs)
+# share none.
+if [ -n "${BATS_TEST_TMPDIR:-}" ]; then
+	mkdir -p "$BATS_TEST_TMPDIR.cwd" && cd "$BATS_TEST_TMPDIR.cwd" || exit 1
+fi
 COWRUN="$ROOT/bin/cowrun"
 REAPER="$ROOT/build/tests/reaper"
 
