@@ -101,9 +101,10 @@ marks() {
 @test "memfree: below half of SIZE the youngest task's worker is killed and its task requeued" {
 	mkdir "$D/m"
 	in_cgroup "$REAPER" "$COWRUN" --memfree 200M -j 2 --joblog "$D/j" \
-		selftest --tasks 2 --sleep-ms 1500 --mark-start "$D/m" >"$D/stdout" 2>"$D/stderr" &
+		selftest --tasks 2 --sleep-ms 5000 --mark-start "$D/m" >"$D/stdout" 2>"$D/stderr" &
 	run_pid=$!
 	wait_until marks 2
+	# (5 s tasks: taking the memory can take seconds on a loaded machine.)
 	start_hog "$(hog_leaving 70)"
 	wait_until grep -q "was killed by --memfree" "$D/stderr" ||
 		{ cat "$D/stderr" >&2; grep -E '^total_(inactive_file|cache|rss) ' "$CG/memory.stat" >&2; false; }
