@@ -244,3 +244,29 @@ field_job() { field job "$1"; }
 	wait_for 60 "the merge to end" eval "[ -e '$b/merge.status' ]"
 	[ "$("$CLUSTER" --slurm --status "$b" | grep -c '^shard ./3: done')" -eq 3 ]
 }
+
+@test "slurm: an out-of-tree workload by path gives a local run's output; --status says how long each shard ran" {
+	need_slurm
+	local d=$BATS_TEST_TMPDIR b=$BATS_TEST_TMPDIR/b
+	cc -std=gnu11 -fPIC -shared -I"$ROOT/include" -o "$d/primes.so" "$ROOT/workloads/template/primes.c"
+	local args=(--workload "$d/primes.so" --limit 200000 --ranges 6)
+	reference "${args[@]}"
+	run --separate-stderr "$CLUSTER" --slurm --dir "$b" --shards 2 --wait "${args[@]}"
+	echo "$stderr"
+	[ "$status" -eq "$ref_status" ]
+	[ "$output" = "$ref_out" ]
+	# Every node ran the copy in the batch's directory.
+	cmp "$d/primes.so" "$b/plugin/primes.so"
+	diff -r -x '.cowrun-manifest.*' "$d/ref" "$b/out"
+	run "$CLUSTER" --slurm --status "$b"
+	[ "$status" -eq 0 ]
+	[[ "$output" =~ shard\ 0/2:\ done\ \(exit\ 0\)\ on\ [^,]*,\ attempt\ 1,\ job\ [0-9_]*,\ [0-9]+\.[0-9]\ s ]]
+	[[ "$output" == *"merge: done (exit 0)"* ]]
+	# The submission names --dir once.
+	[ "$(grep -o -- '--dir' "$b/submission" | wc -l)" -eq 1 ]
+	# A plugin that cannot be read: nothing submitted.
+	run --separate-stderr "$CLUSTER" --slurm --dir "$d/c" --workload "$d/none.so"
+	[ "$status" -eq 255 ]
+	[[ "$stderr" == *"--workload: cannot read '$d/none.so'"* ]]
+	[ ! -e "$d/c" ]
+}
