@@ -7,7 +7,7 @@
  * rest):
  *
  *   cowrun results 4          format, cowrun's version, the workload and
- *   cowrun 0.3.0              its ABI: compared as text
+ *   cowrun 0.4.0              its ABI: compared as text
  *   workload sales
  *   abi 3
  *   tasks 64                  the task count
