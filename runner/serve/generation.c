@@ -2,8 +2,10 @@
  * generation.c - one generation of `cowrun serve`: the workload's setup,
  * once, then a leader per request once the master has granted the
  * batch's workers (the cap is the whole server's: ledger.h).  A request
- * whose client goes away before its batch starts gets no leader.  See
- * serve.h.
+ * whose client goes away before its batch starts gets no leader.  The
+ * leaders are forked in advance: SPARE_LEADERS spares wait for a request
+ * each, a granted request goes to one (a new spare is forked after), or
+ * to a leader forked then if none is left.  See serve.h.
  */
 #define _GNU_SOURCE
 #include "serve_internal.h"
@@ -26,11 +28,18 @@
 #define MAX_LEADERS 64
 #define MAX_QUEUE 64
 #define KILL_REPEAT_MS 100
+#define SPARE_LEADERS 2
 
 struct leader_slot {
 	pid_t pid;               /* 0: free */
 	pid_t client;
 	size_t workers;          /* granted and not given back yet */
+};
+
+/* A leader forked in advance, waiting on chan for a request. */
+struct spare {
+	pid_t pid;               /* 0: none */
+	int chan;
 };
 
 /* A request waiting for its workers: its descriptors (connection,
@@ -53,6 +62,7 @@ static struct generation_state {
 	uint32_t next_ticket;
 	struct leader_slot leaders[MAX_LEADERS];
 	struct queued queue[MAX_QUEUE];
+	struct spare spares[SPARE_LEADERS];
 	int release[2];          /* leaders stuck on output write their pid */
 	int retiring;
 } G;
@@ -101,6 +111,58 @@ static void close_in_leader(const void *ctx)
 	for (size_t i = 0; i < MAX_QUEUE; i++)
 		if (G.queue[i].used && &G.queue[i] != ctx)
 			close_fds(G.queue[i].fds);
+	for (size_t i = 0; i < SPARE_LEADERS; i++)
+		if (G.spares[i].chan >= 0)
+			close(G.spares[i].chan);
+}
+
+static void drop_spare(struct spare *sp)
+{
+	close(sp->chan);
+	*sp = (struct spare){ 0, -1 };
+}
+
+/* Fork the spares missing (a failed fork is tried again next time). */
+static void fill_spares(void)
+{
+	for (size_t i = 0; i < SPARE_LEADERS; i++) {
+		struct spare *sp = &G.spares[i];
+		if (sp->pid == 0)
+			sp->pid = leader_spare_start(G.hooks, G.release[1], &sp->chan,
+						     close_in_leader, NULL);
+		if (sp->pid < 0)
+			*sp = (struct spare){ 0, -1 };
+	}
+}
+
+/* Retiring: every spare told to end (its pair closed), and reaped. */
+static void end_spares(void)
+{
+	for (size_t i = 0; i < SPARE_LEADERS; i++) {
+		struct spare *sp = &G.spares[i];
+		if (sp->pid == 0)
+			continue;
+		pid_t pid = sp->pid;
+		drop_spare(sp);
+		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+			;
+	}
+}
+
+/* q's batch to a spare, if one takes it.  Returns its pid, or 0. */
+static pid_t hand_to_spare(const struct queued *q, size_t workers)
+{
+	for (size_t i = 0; i < SPARE_LEADERS; i++) {
+		struct spare *sp = &G.spares[i];
+		if (sp->pid == 0)
+			continue;
+		pid_t pid = sp->pid;
+		int rc = leader_spare_hand(sp->chan, &q->rq, workers, q->fds);
+		drop_spare(sp);   /* it has its request, or it is gone */
+		if (rc == 0)
+			return pid;
+	}
+	return 0;
 }
 
 /* Any input or hangup on a connection whose request was read means the
@@ -131,7 +193,8 @@ static void start_leader(struct queued *q, size_t workers)
 			  G.id, (long)q->client);
 	else if (slot == NULL)
 		proto_reply(q->fds[0], PROTO_ERROR, 255, "server busy: too many batches running");
-	else if ((pid = leader_start(G.hooks, &q->rq, workers, q->fds, G.release[1],
+	else if ((pid = hand_to_spare(q, workers)) == 0 &&
+		 (pid = leader_start(G.hooks, &q->rq, workers, q->fds, G.release[1],
 				     close_in_leader, q)) < 0)
 		proto_reply(q->fds[0], PROTO_ERROR, 254, "cannot fork the batch's leader");
 	if (pid > 0) {
@@ -252,6 +315,9 @@ static void reap_leaders(void)
 
 	while ((pid = waitpid(-1, NULL, WNOHANG)) > 0 || (pid < 0 && errno == EINTR)) {
 		struct leader_slot *s = find_leader(pid);
+		for (size_t i = 0; s == NULL && i < SPARE_LEADERS; i++)
+			if (G.spares[i].pid == pid)
+				drop_spare(&G.spares[i]);   /* killed while it waited */
 		if (s == NULL)
 			continue;
 		note(NOTE_END, pid, s->client, s->workers, 0, NULL);
@@ -372,6 +438,8 @@ void generation_main(int chan, unsigned id, const struct serve_config *cfg,
 	G.id = id;
 	G.hooks = hooks;
 	G.max_workers = cfg->max_workers ? cfg->max_workers : (size_t)cpu_count();
+	for (size_t i = 0; i < SPARE_LEADERS; i++)
+		G.spares[i] = (struct spare){ 0, -1 };
 	if (serve_signals_init() != 0 || pipe2(G.release, O_CLOEXEC | O_NONBLOCK) != 0 ||
 	    run_setup(why, sizeof why) != 0) {
 		note(NOTE_FAILED, getpid(), 0, 0, 0, why);
@@ -379,6 +447,10 @@ void generation_main(int chan, unsigned id, const struct serve_config *cfg,
 	}
 	note(NOTE_READY, getpid(), 0, 0, 0, NULL);
 	while (!G.retiring || G.nleaders > 0 || G.nqueued > 0) {
+		if (G.retiring)
+			end_spares();
+		else if (G.nleaders == 0)
+			fill_spares();
 		if (generation_step(killed) != 0)
 			break;
 		if (serve_terms() > 0 && !killed) {
@@ -386,5 +458,6 @@ void generation_main(int chan, unsigned id, const struct serve_config *cfg,
 			kill_batches();
 		}
 	}
+	end_spares();
 	_exit(0);
 }

@@ -7,16 +7,23 @@
  * streams (guard.h: a client that does not read stalls only itself), and
  * watches the connection: a client that goes away cancels the batch (its
  * workers killed, no report under a final name).  Then today's fork-mode
- * batch, and its exit status to the client.  See serve.h.
+ * batch, and its exit status to the client.  A leader is forked either
+ * when its request is granted, or in advance (a spare: it waits on a
+ * socketpair for one request and its descriptors, the fork of a big
+ * setup's page tables paid before any client waits).  See serve.h.
  */
 #define _GNU_SOURCE
 #include "serve_internal.h"
 #include "guard.h"
 #include "os/signals.h"
 
+#include <errno.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 static void __attribute__((noreturn))
@@ -57,4 +64,76 @@ pid_t leader_start(const struct serve_hooks *hooks, const struct proto_request *
 		return pid;
 	close_in_child(ctx);
 	leader_main(hooks, rq, workers, fds, release_fd);
+}
+
+/* In a spare: wait for the one request (its granted workers, then the
+ * encoded request, with its 4 or 6 descriptors).  The generation closing
+ * its end, or anything else, ends the spare quietly.  Never returns. */
+static void __attribute__((noreturn))
+spare_main(const struct serve_hooks *hooks, int chan, int release_fd, const char *comm)
+{
+	unsigned char buf[sizeof(uint32_t) + PROTO_MSG_MAX];
+	int got[PROTO_FDS_MAX], fds[LEADER_FDS] = { -1, -1, -1, -1, -1, -1 };
+	size_t nfds = 0;
+	struct pollfd p = { chan, POLLIN, 0 };
+	struct proto_request rq;
+	const char *why;
+	uint32_t workers;
+	long n;
+
+	while (poll(&p, 1, -1) < 0 && errno == EINTR)
+		;
+	n = proto_recv(chan, buf, sizeof buf, got, &nfds);
+	close(chan);
+	if (n <= (long)sizeof workers || (nfds != 4 && nfds != 6) ||
+	    proto_decode_request(buf + sizeof workers, (size_t)n - sizeof workers, &rq, &why) != 0)
+		_exit(0);
+	memcpy(&workers, buf, sizeof workers);
+	memcpy(fds, got, nfds * sizeof got[0]);
+	prctl(PR_SET_NAME, comm);
+	leader_main(hooks, &rq, workers, fds, release_fd);
+}
+
+pid_t leader_spare_start(const struct serve_hooks *hooks, int release_fd, int *chan,
+			 void (*close_in_child)(const void *), const void *ctx)
+{
+	int sv[2];
+
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0)
+		return -1;
+	fflush(NULL);
+	pid_t parent = getpid(), pid = fork();
+
+	if (pid != 0) {
+		close(sv[1]);
+		if (pid < 0)
+			close(sv[0]);
+		else
+			*chan = sv[0];
+		return pid;
+	}
+	char comm[17] = "";
+	close(sv[0]);
+	close_in_child(ctx);
+	prctl(PR_GET_NAME, comm);
+	signal(SIGTERM, SIG_DFL);   /* a spare holds nothing of anyone's */
+	signal(SIGINT, SIG_DFL);
+	signal(SIGHUP, SIG_DFL);
+	prctl(PR_SET_NAME, "cowrun-spare");
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
+		_exit(0);
+	spare_main(hooks, sv[1], release_fd, comm);
+}
+
+int leader_spare_hand(int chan, const struct proto_request *rq, size_t workers,
+		      const int fds[LEADER_FDS])
+{
+	unsigned char buf[sizeof(uint32_t) + PROTO_MSG_MAX];
+	uint32_t w = (uint32_t)workers;
+	long len = proto_encode_request(rq, buf + sizeof w, PROTO_MSG_MAX);
+
+	if (len < 0)
+		return errno = EMSGSIZE, -1;
+	memcpy(buf, &w, sizeof w);
+	return proto_send(chan, buf, sizeof w + (size_t)len, fds, fds[4] >= 0 ? 6 : 4);
 }

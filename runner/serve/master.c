@@ -38,6 +38,7 @@
 #define RETRIES 5                /* setups tried when no generation serves */
 #define RETRY_FIRST_MS 200       /* the wait before the second; doubled */
 #define REFUSAL_LOG_S 10         /* a line about refused peers at most this often */
+#define ORPHAN_WAIT_MS 2000      /* for the generations' orphans, at the end */
 #define MS 1000000ull
 
 enum gen_state { GEN_FREE, GEN_LOADING, GEN_READY, GEN_RETIRING };
@@ -780,6 +781,25 @@ static void init_master(const struct serve_config *cfg, const struct serve_hooks
 	ledger_init(cfg->max_workers);
 }
 
+/* The generations' orphans (the spare leaders of one that was killed,
+ * ended by their parent-death signal) are the master's to reap: it is
+ * its subreaper, and before it returns waits up to ORPHAN_WAIT_MS for
+ * the last of them. */
+static void reap_orphans(void)
+{
+	pid_t pid;
+
+	for (int waited = 0; waited < ORPHAN_WAIT_MS;) {
+		pid = waitpid(-1, NULL, WNOHANG);
+		if (pid < 0 && errno != EINTR)
+			return;   /* none left */
+		if (pid == 0) {
+			usleep(10 * 1000);
+			waited += 10;
+		}
+	}
+}
+
 int serve_main(const struct serve_config *cfg, const struct serve_hooks *hooks)
 {
 	static struct serve_config config;
@@ -788,6 +808,7 @@ int serve_main(const struct serve_config *cfg, const struct serve_hooks *hooks)
 	if (config.max_workers == 0)
 		config.max_workers = (size_t)cpu_count();
 	init_master(&config, hooks);
+	prctl(PR_SET_CHILD_SUBREAPER, 1);
 	cfg = &config;
 	if (open_socket(cfg) != 0)
 		return 255;
@@ -810,6 +831,7 @@ int serve_main(const struct serve_config *cfg, const struct serve_hooks *hooks)
 		M.status = 255;
 	}
 	stop_listening();
+	reap_orphans();
 	if (cfg->pidfile)
 		unlink(cfg->pidfile);
 	logx("stopped%s", M.status ? " (not serving)" : "");

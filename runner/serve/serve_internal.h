@@ -83,6 +83,19 @@ pid_t leader_start(const struct serve_hooks *hooks, const struct proto_request *
 		   size_t workers, const int fds[LEADER_FDS], int release_fd,
 		   void (*close_in_child)(const void *), const void *ctx);
 
+/* Fork a spare leader: it waits for one request on the pair whose other
+ * end is *chan (the caller's, close-on-exec, to close), then runs it as a
+ * leader_start() leader would.  `close_in_child(ctx)` as there.  The
+ * spare's name (comm) is "cowrun-spare" until it gets its request; it
+ * ends quietly when *chan is closed first.  Returns its pid, or -1. */
+pid_t leader_spare_start(const struct serve_hooks *hooks, int release_fd, int *chan,
+			 void (*close_in_child)(const void *), const void *ctx);
+
+/* Hand a spare its request: `fds` as leader_start()'s (the caller closes
+ * its copies).  Returns 0, or -1 with errno (the spare is gone). */
+int leader_spare_hand(int chan, const struct proto_request *rq, size_t workers,
+		      const int fds[LEADER_FDS]);
+
 /* A line on the server's log (standard error): "cowrun serve[PID]: ...". */
 void serve_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

@@ -413,6 +413,55 @@ PY
 	[ "$status" -eq 0 ]
 }
 
+# spares GEN: the pids of GEN's spare leaders (forked in advance, waiting).
+spares() {
+	ps --ppid "$1" -o pid=,comm= | awk '$2 == "cowrun-spare" { print $1 }' | sort
+}
+
+@test "spare leaders: forked in advance, each takes one request; one killed while it waits is replaced; none outlives its generation" {
+	start_server -j 1 selftest --tasks 3 --sleep-ms 300
+	gen=$(gen_pid ready)
+	wait_for 10 "two spares" eval '[ "$(spares "$gen" | wc -l)" -eq 2 ]'
+	before=$(spares "$gen")
+	# A request goes to a spare: its leader is one of them, renamed.
+	submit --tasks 1 >"$D/a.out" 2>"$D/a.err" &
+	a=$!
+	bg+=("$a")
+	wait_for 10 "the batch's leader" eval '[ -n "$(leader_pid)" ]'
+	leader=$(leader_pid)
+	grep -qx "$leader" <<<"$before"
+	[ "$(ps -o comm= -p "$leader")" = cowrun ]
+	wait "$a"
+	"$COWRUN" -j 1 --tasks 1 selftest --tasks 3 --sleep-ms 300 >"$D/direct.out"
+	cmp "$D/a.out" "$D/direct.out"
+	# A spare killed while it waits: reaped, replaced, requests still served.
+	wait_for 10 "two spares again" eval '[ "$(spares "$gen" | wc -l)" -eq 2 ]'
+	victim=$(spares "$gen" | head -1)
+	kill -KILL "$victim"
+	wait_for 10 "the killed spare reaped" eval '! ps -p "$victim" >/dev/null'
+	wait_for 10 "a spare in its place" eval '[ "$(spares "$gen" | wc -l)" -eq 2 ]'
+	submit --tasks 0 >"$D/b.out"
+	grep -q "tasks 1 of 3 merged" "$D/b.out"
+	# A reload: the old generation's spares end with it.
+	old=$(spares "$gen")
+	submit --reload >/dev/null
+	wait_for 30 "the old generation gone" eval '! kill -0 "$gen" 2>/dev/null'
+	for p in $old; do
+		! kill -0 "$p" 2>/dev/null
+	done
+	# A generation killed: its spares die with it, reaped by the master.
+	gen=$(gen_pid ready)
+	wait_for 10 "two spares" eval '[ "$(spares "$gen" | wc -l)" -eq 2 ]'
+	old=$(spares "$gen")
+	kill -KILL "$gen"
+	wait_for 30 "a new generation" status_has "generation 3 pid .* ready"
+	for p in $old; do
+		wait_for 10 "spare $p reaped" eval '! kill -0 "$p" 2>/dev/null'
+	done
+	stop_server
+	[ "$status" -eq 0 ]
+}
+
 @test "a lost generation is replaced, retried with a back-off while its setup fails; the server that gives up exits 254" {
 	echo one >"$D/in"
 	start_server selftest --tasks 2 --input "$D/in"

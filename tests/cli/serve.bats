@@ -298,7 +298,8 @@ PY
 	done
 	run -0 submit --status
 	[[ "$output" == *"requests 1000"* && "$output" == *"0 batches running"* ]]
-	[ -z "$(ps --ppid "$gen" -o pid= )" ]
+	# nothing under the generation but its spare leaders, waiting
+	[ -z "$(ps --ppid "$gen" -o stat=,comm= | grep -v '^S *cowrun-spare$')" ]
 	stop_server
 	[ "$status" -eq 0 ]
 }
