@@ -91,8 +91,10 @@ temps() {
 	[ "$(temps)" -eq 0 ]
 	# A relative name is the client's, beside its cwd; the server's own
 	# command line takes no side file: they are per batch.
-	mkdir c && (cd c && submit -o o --tasks 0-1 --save-results r.res >/dev/null)
-	[ -s c/r.res ] && [ ! -e r.res ]
+	mkdir c
+	(cd c && submit -o o --tasks 0-1 --save-results r.res >/dev/null)
+	[ -s c/r.res ]
+	[ ! -e r.res ]
 	run -255 cowrun serve --socket "$D/t" --save-results x selftest
 	[[ "$output" == *"--save-results cannot be given to a server"*"give it to cowrun submit"* ]]
 	stop_server
@@ -104,12 +106,18 @@ temps() {
 	cd "$D"
 	# refused by the server: an error reply
 	run -255 submit --tasks 99 --save-results a.res --timeline a.csv --stats a.st
-	[ ! -e a.res ] && [ ! -e a.csv ] && [ ! -e a.st ] && [ "$(temps)" -eq 0 ]
+	[ ! -e a.res ]
+	[ ! -e a.csv ]
+	[ ! -e a.st ]
+	[ "$(temps)" -eq 0 ]
 	# halted: an exit status of 0..101, but no complete saved results
 	run cowrun --halt now,fail=1 --save-results h0.res -o o selftest --tasks 1 --fail 0
-	[ "$status" -eq 1 ] && [ ! -e h0.res ]
+	[ "$status" -eq 1 ]
+	[ ! -e h0.res ]
 	run -1 submit --tasks 0 --halt now,fail=1 --save-results h.res --timeline h.csv
-	[ ! -e h.res ] && [ ! -e h.csv ] && [ "$(temps)" -eq 0 ]
+	[ ! -e h.res ]
+	[ ! -e h.csv ]
+	[ "$(temps)" -eq 0 ]
 	# interrupted: the client killed mid-batch (SIGTERM); its batch is cancelled
 	rm -f "$D"/m/*
 	"$COWRUN" submit --socket "$S" --tasks 1-4 --save-results i.res --timeline i.csv \
@@ -119,7 +127,10 @@ temps() {
 	kill -TERM "$a"
 	status=0; wait "$a" || status=$?
 	[ "$status" -eq 143 ]
-	[ ! -e i.res ] && [ ! -e i.csv ] && [ ! -e i.st ] && [ "$(temps)" -eq 0 ]
+	[ ! -e i.res ]
+	[ ! -e i.csv ]
+	[ ! -e i.st ]
+	[ "$(temps)" -eq 0 ]
 	wait_for eval 'submit --status | grep -q "ready, 0 batches running"'
 	# the server gone: the second SIGTERM kills the running batch
 	rm -f "$D"/m/*
@@ -130,7 +141,9 @@ temps() {
 	kill -TERM "$(cat "$D/pid")"
 	status=0; wait "$a" || status=$?
 	[ "$status" -eq 143 ]
-	[ ! -e g.res ] && [ ! -e g.st ] && [ "$(temps)" -eq 0 ]
+	[ ! -e g.res ]
+	[ ! -e g.st ]
+	[ "$(temps)" -eq 0 ]
 	status=0; wait "$srv" || status=$?
 	srv=
 	[ "$status" -eq 0 ]
@@ -144,7 +157,8 @@ temps() {
 	wait_for eval '[ -n "$(ls "$D/m" | grep task-000005)" ]'
 	kill -TERM "$a"
 	wait "$a" || true
-	[ ! -e r1.res ] && [ "$(temps)" -eq 0 ]
+	[ ! -e r1.res ]
+	[ "$(temps)" -eq 0 ]
 	wait_for eval 'submit --status | grep -q "ready, 0 batches running"'
 	[ "$(grep -c selftest j.log)" -ge 1 ]   # some tasks were kept
 	rm -f "$D"/m/*
@@ -163,7 +177,8 @@ temps() {
 	rm -f "$D"/m/*
 	run -1 --separate-stderr submit --resume-failed --joblog j.log
 	[ "$output" = "$clean" ]
-	[ "$(ls "$D/m")" = "$(ls "$D/m" | grep task-000002)" ] && [ -n "$(ls "$D/m")" ]
+	[ "$(ls "$D/m")" = "$(ls "$D/m" | grep task-000002)" ]
+	[ -n "$(ls "$D/m")" ]
 	stop_server
 	[ "$status" -eq 0 ]
 }
@@ -179,7 +194,8 @@ temps() {
 	served=$stderr
 	[[ "$served" == *"--resume: input '$D/in' (--input) changed since the run being resumed"* ]]
 	[ "$(echo "$served" | wc -l)" -eq 1 ]
-	[ ! -e r.res ] && [ "$(temps)" -eq 0 ]
+	[ ! -e r.res ]
+	[ "$(temps)" -eq 0 ]
 	# the direct run's one line
 	echo one >"$D/in2"
 	run -1 cowrun -j 2 --joblog k.log selftest --tasks 4 --fail 1 --input "$D/in2"
