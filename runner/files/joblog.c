@@ -355,6 +355,20 @@ int joblog_is_empty(const char *path)
 	return c != '\n';
 }
 
+int joblog_is_empty_fd(int fd)
+{
+	char buf[4096];
+	off_t at = 0;
+	ssize_t n;
+
+	while ((n = pread(fd, buf, sizeof buf, at)) > 0) {
+		if (memchr(buf, '\n', (size_t)n) != NULL)
+			return 0;
+		at += n;
+	}
+	return 1;
+}
+
 int joblog_close(struct joblog *j)
 {
 	int rc = 0;

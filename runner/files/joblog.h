@@ -69,6 +69,9 @@ int joblog_read(struct joblog *j, const char *workload);
  * complete line: nothing any run wrote? */
 int joblog_is_empty(const char *path);
 
+/* The same for the joblog open on `fd` (read from its start, by pread). */
+int joblog_is_empty_fd(int fd);
+
 /* The same lock on a descriptor the caller opened (a served batch: the
  * client's joblog, passed with its request), which this then owns: closed
  * by joblog_close(), or here on failure.  `name` is for messages.  Returns

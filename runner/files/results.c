@@ -68,6 +68,22 @@ char *results_identity(const char *version, const struct cowrun_workload *w, con
 	return text;
 }
 
+/* The identity, then the merge context if there is one, into w->fd.
+ * Returns 0 or -1 after a message (the file aborted). */
+static int results_start(struct results_writer *w, const char *identity,
+			 struct results_context context)
+{
+	if (wire_writer_init(&w->out, w->fd, 1 << 16) != 0 ||
+	    wire_put(&w->out, WIRE_IDENTITY, 0, identity, strlen(identity)) != 0 ||
+	    (context.len > 0 &&
+	     wire_put(&w->out, WIRE_CONTEXT, 0, context.bytes, context.len) != 0)) {
+		warnx_("cannot write '%s': %s", w->temp, strerror(errno));
+		results_abort(w);
+		return -1;
+	}
+	return 0;
+}
+
 int results_create(struct results_writer *w, const char *path, const char *identity,
 		   struct results_context context)
 {
@@ -79,15 +95,18 @@ int results_create(struct results_writer *w, const char *path, const char *ident
 		warnx_("cannot create '%s': %s", w->temp, strerror(errno));
 		return -1;
 	}
-	if (wire_writer_init(&w->out, w->fd, 1 << 16) != 0 ||
-	    wire_put(&w->out, WIRE_IDENTITY, 0, identity, strlen(identity)) != 0 ||
-	    (context.len > 0 &&
-	     wire_put(&w->out, WIRE_CONTEXT, 0, context.bytes, context.len) != 0)) {
-		warnx_("cannot write '%s': %s", w->temp, strerror(errno));
-		results_abort(w);
-		return -1;
-	}
-	return 0;
+	return results_start(w, identity, context);
+}
+
+int results_create_fd(struct results_writer *w, int fd, const char *name, const char *identity,
+		      struct results_context context)
+{
+	memset(w, 0, sizeof *w);
+	snprintf(w->final, sizeof w->final, "%s", name);
+	snprintf(w->temp, sizeof w->temp, "%s", name);
+	w->fd = fd;
+	w->by_fd = 1;
+	return results_start(w, identity, context);
 }
 
 int results_put(struct results_writer *w, enum wire_type type, size_t task,
@@ -116,6 +135,12 @@ int results_commit(struct results_writer *w)
 	}
 	int rc = close(w->fd);
 	w->fd = -1;
+	if (w->by_fd && rc != 0)
+		warnx_("cannot save '%s': %s", w->final, strerror(errno));
+	if (w->by_fd) {
+		wire_writer_free(&w->out);
+		return rc;
+	}
 	if (rc != 0 || rename(w->temp, w->final) != 0) {
 		warnx_("cannot save '%s': %s", w->final, strerror(errno));
 		unlink(w->temp);
@@ -129,7 +154,8 @@ void results_abort(struct results_writer *w)
 {
 	if (w->fd >= 0) {
 		close(w->fd);
-		unlink(w->temp);
+		if (!w->by_fd)
+			unlink(w->temp);
 	}
 	w->fd = -1;
 	wire_writer_free(&w->out);
@@ -722,15 +748,32 @@ static int journal_walk(struct journal_file *j, int rerun, size_t *good, size_t 
 	return 0;
 }
 
-int journal_load(const char *path, const char *identity, int rerun_damaged,
-		 results_take_fn *take, void *ctx, long long *keep)
+/* Cut the damaged bytes out of the caller's journal in place: the good
+ * frames written from its start, the rest cut off.  Returns 0 or -1 after
+ * a message. */
+static int journal_rewrite_fd(const struct journal_file *j, int fd, size_t size)
+{
+	if (lseek(fd, 0, SEEK_SET) < 0 || write_all(fd, j->data, size) != 0 ||
+	    ftruncate(fd, (off_t)size) != 0 ||
+	    fsync(fd) != 0) {
+		warnx_("--resume: cannot repair results journal '%s': %s", j->path,
+		       strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* journal_load()'s body on an open descriptor (`own`: read from the
+ * caller's, which is repaired in place; else repaired by rename). */
+static int journal_load_from(int fd, int own, const char *path, const char *identity,
+			     int rerun_damaged, results_take_fn *take, void *ctx, long long *keep)
 {
 	struct journal_file j = { path, identity, NULL, 0, 0, take, ctx };
 	size_t good = 0, cut = 0;
-	int rc = -1, fd = open(path, O_RDONLY | O_CLOEXEC);
+	int rc = -1;
 
-	if (fd < 0) {
-		warnx_("--resume: cannot open results journal '%s': %s", path, strerror(errno));
+	if (own && lseek(fd, 0, SEEK_SET) < 0) {
+		warnx_("--resume: cannot read '%s': %s", path, strerror(errno));
 		return -1;
 	}
 	if (read_whole(fd, &j.data, &j.size) != 0) {
@@ -748,12 +791,31 @@ int journal_load(const char *path, const char *identity, int rerun_damaged,
 	if (good < j.size)
 		warnx_("--resume: '%s': kept %zu records, dropped a torn or damaged tail of "
 		       "%zu bytes", path, j.records, j.size - good);
-	if (cut > 0 && journal_rewrite(&j, good) != 0)
+	if (cut > 0 && (own ? journal_rewrite_fd(&j, fd, good) : journal_rewrite(&j, good)) != 0)
 		goto out;
 	*keep = (long long)good;
 	rc = 0;
 out:
 	free(j.data);
+	return rc;
+}
+
+int journal_load(const char *path, const char *identity, int rerun_damaged,
+		 results_take_fn *take, void *ctx, long long *keep)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0) {
+		warnx_("--resume: cannot open results journal '%s': %s", path, strerror(errno));
+		return -1;
+	}
+	int rc = journal_load_from(fd, 0, path, identity, rerun_damaged, take, ctx, keep);
 	close(fd);
 	return rc;
+}
+
+int journal_load_fd(int fd, const char *name, const char *identity, int rerun_damaged,
+		    results_take_fn *take, void *ctx, long long *keep)
+{
+	return journal_load_from(fd, 1, name, identity, rerun_damaged, take, ctx, keep);
 }

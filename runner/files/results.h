@@ -62,6 +62,7 @@ struct results_writer {
 	uint64_t frames;
 	uint64_t synced_ns;      /* journal: last fsync */
 	char temp[PATH_MAX], final[PATH_MAX];
+	int by_fd;               /* the caller's descriptor: never renamed or removed */
 };
 
 /* Create the temporary file and write the identity, then the merge
@@ -69,6 +70,15 @@ struct results_writer {
  * file. */
 int results_create(struct results_writer *w, const char *path, const char *identity,
 		   struct results_context context);
+
+/* The same on a temporary file the caller created (a served batch: its
+ * client's, passed with the request), which this then owns; `name` is for
+ * messages.  results_commit() then writes the end marker, fsyncs and
+ * closes it but renames nothing, and results_abort() only closes it: the
+ * caller renames or removes its own file.  Returns 0 or -1 after a
+ * message (fd closed). */
+int results_create_fd(struct results_writer *w, int fd, const char *name, const char *identity,
+		      struct results_context context);
 
 /* Append one RESULT or FAILED frame.  Returns 0 or -1 after a message. */
 int results_put(struct results_writer *w, enum wire_type type, size_t task,
@@ -150,5 +160,13 @@ int journal_close(struct results_writer *w);
  */
 int journal_load(const char *path, const char *identity, int rerun_damaged,
 		 results_take_fn *take, void *ctx, long long *keep);
+
+/* The same through a descriptor open for reading and writing (a served
+ * batch: the journal its client passed), read from its start and kept
+ * open; `name` is for messages.  A damaged middle record dropped under
+ * `rerun_damaged` is cut out in place (rewritten, truncated, fsync'd):
+ * the file is never renamed. */
+int journal_load_fd(int fd, const char *name, const char *identity, int rerun_damaged,
+		    results_take_fn *take, void *ctx, long long *keep);
 
 #endif

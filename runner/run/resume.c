@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 char *resume_journal_path(const char *joblog, char *buf, size_t size)
@@ -36,8 +37,23 @@ static int take_outcome(void *ctx, const struct wire_frame *f)
 	return 0;
 }
 
+/* Is there a journal to resume from?  1 yes, 0 no (a first run), -1
+ * refused after a message (a joblog with lines but no journal). */
+static int journal_there(const char *log, const char *path, const int fds[2])
+{
+	struct stat st;
+	int there = fds ? fstat(fds[1], &st) == 0 && st.st_size > 0 : access(path, F_OK) == 0;
+
+	if (there)
+		return 1;
+	if (fds ? joblog_is_empty_fd(fds[0]) : joblog_is_empty(log))
+		return 0; /* a first run: nothing to resume */
+	warnx_("--resume: '%s' exists but its results journal '%s' does not", log, path);
+	return -1;
+}
+
 int resume_load(struct resume_state *r, const char *joblog, const char *workload,
-		const char *identity, size_t ntasks, int rerun_failed)
+		const char *identity, size_t ntasks, int rerun_failed, const int fds[2])
 {
 	char path[4096];
 	const char *log = joblog[0] == '+' ? joblog + 1 : joblog;
@@ -53,13 +69,13 @@ int resume_load(struct resume_state *r, const char *joblog, const char *workload
 	}
 	(void)workload; /* the joblog was checked when it was locked: sidefiles_lock() */
 	resume_journal_path(joblog, path, sizeof path);
-	if (access(path, F_OK) != 0) {
-		if (joblog_is_empty(log))
-			return 0; /* a first run: nothing to resume */
-		warnx_("--resume: '%s' exists but its results journal '%s' does not", log, path);
-		return -1;
-	}
+	int there = journal_there(log, path, fds);
+	if (there <= 0)
+		return there;
 	r->journal_found = 1;
+	if (fds)
+		return journal_load_fd(fds[1], path, identity, rerun_failed, take_outcome, r,
+				       &r->keep);
 	return journal_load(path, identity, rerun_failed, take_outcome, r, &r->keep);
 }
 

@@ -29,10 +29,13 @@ char *resume_journal_path(const char *joblog, char *buf, size_t size);
  * sidefiles_lock()).  No journal and no joblog line: nothing to resume,
  * every task runs.  A damaged record in the middle of the journal is
  * refused unless rerun_failed (--resume-failed), which runs its task
- * again (journal_load()).  Returns 0, or -1 after a message.
+ * again (journal_load()).  `fds`, if not NULL, are the joblog and its
+ * journal as a served batch's client passed them (the names then only for
+ * messages): read through them, never by name, an empty journal standing
+ * for none.  Returns 0, or -1 after a message.
  */
 int resume_load(struct resume_state *r, const char *joblog, const char *workload,
-		const char *identity, size_t ntasks, int rerun_failed);
+		const char *identity, size_t ntasks, int rerun_failed, const int fds[2]);
 
 /*
  * Remove from tasks[0..*count) (ascending) those the journal settles:

@@ -252,6 +252,8 @@ static int report_stop(const struct run_config *cfg, const struct batch *b)
  * before it could commit or remove them itself. */
 static void note_temporary_files(const struct sidefiles *files)
 {
+	if (files->paths.by_fd)
+		return;   /* a served batch's client's, never removed here */
 	if (files->paths.save)
 		watchdog_note_temp(files->save.temp);
 	if (files->paths.timeline)
@@ -365,8 +367,10 @@ int run_batch(const struct run_config *cfg, struct batch *b, struct sidefiles *f
 	b->halt = cfg->halt;
 	if (identity == NULL)
 		goto out;
+	const int fds[2] = { files->joblog.fd, files->paths.journal_fd };
 	if (cfg->resume && resume_load(&resume, cfg->joblog_path, b->workload->name, identity,
-				       b->ntasks, cfg->resume == 2) != 0)
+				       b->ntasks, cfg->resume == 2,
+				       files->paths.by_fd ? fds : NULL) != 0)
 		goto out;
 	if (choose_tasks(cfg, b, &resume, &selected) != 0)
 		goto out;

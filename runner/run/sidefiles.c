@@ -260,9 +260,9 @@ int sidefiles_lock(struct sidefiles *s, const char *workload)
 	if (s->paths.by_fd) {
 		int fd = s->paths.joblog_fd;
 		s->paths.joblog_fd = -1;
-		return fd < 0 ? -1 : joblog_lock_fd(&s->joblog, fd, s->paths.joblog, lock_wait());
-	}
-	if (joblog_lock(&s->joblog, s->paths.joblog, lock_wait()) != 0)
+		if (fd < 0 || joblog_lock_fd(&s->joblog, fd, s->paths.joblog, lock_wait()) != 0)
+			return -1;
+	} else if (joblog_lock(&s->joblog, s->paths.joblog, lock_wait()) != 0)
 		return -1;
 	if (workload != NULL && joblog_read(&s->joblog, workload) != 0) {
 		joblog_close(&s->joblog);
@@ -284,12 +284,25 @@ static int put_journal(void *ctx, enum wire_type type, size_t task, const void *
 	return journal_put(ctx, type, task, bytes, length);
 }
 
-/* --timeline goes to a temporary file renamed at the end, like every file
- * cowrun writes. */
-static int timeline_open(struct sidefiles_temp *t, const char *path)
+/* A descriptor the paths lend (a served batch's), taken: -1 after. */
+static int take_fd(int *fd)
 {
-	int fd = temp_name_beside(t->temp, sizeof t->temp, path) == 0
-		? create_new_at(AT_FDCWD, t->temp, O_WRONLY, 0666) : -1;
+	int taken = *fd;
+
+	*fd = -1;
+	return taken;
+}
+
+/* --timeline goes to a temporary file renamed at the end, like every file
+ * cowrun writes (a served batch's client created it: `given`, else -1). */
+static int timeline_open(struct sidefiles_temp *t, const char *path, int given)
+{
+	int fd = given;
+
+	if (given >= 0)
+		snprintf(t->temp, sizeof t->temp, "%s", path);
+	else if (temp_name_beside(t->temp, sizeof t->temp, path) == 0)
+		fd = create_new_at(AT_FDCWD, t->temp, O_WRONLY, 0666);
 	t->f = fd >= 0 ? fdopen(fd, "w") : NULL;
 	if (t->f == NULL) {
 		if (fd >= 0)
@@ -301,12 +314,20 @@ static int timeline_open(struct sidefiles_temp *t, const char *path)
 	return 0;
 }
 
-static int timeline_close(struct sidefiles_temp *t, const char *path, int keep)
+static int timeline_close(struct sidefiles_temp *t, const char *path, int keep, int by_fd)
 {
 	int rc = 0;
 
 	if (t->f == NULL)
 		return 0;
+	if (by_fd) {   /* the client renames or removes its own file */
+		if (fflush(t->f) != 0 || (keep && fsync(fileno(t->f)) != 0) || fclose(t->f) != 0) {
+			warnx_("cannot write '%s': %s", path, strerror(errno));
+			rc = -1;
+		}
+		t->f = NULL;
+		return rc;
+	}
 	if (fclose(t->f) != 0 || (keep && rename(t->temp, path) != 0)) {
 		warnx_("cannot write '%s': %s", path, strerror(errno));
 		rc = -1;
@@ -322,13 +343,17 @@ static int timeline_close(struct sidefiles_temp *t, const char *path, int keep)
 static int open_temporary(struct sidefiles *s, struct batch *b, const char *identity)
 {
 	if (s->paths.save) {
-		if (results_create(&s->save, s->paths.save, identity,
-				   results_context_of(b->workload, b->state)) != 0)
+		struct results_context context = results_context_of(b->workload, b->state);
+		int fd = s->paths.by_fd ? take_fd(&s->paths.save_fd) : -1;
+		if (s->paths.by_fd ? fd < 0 || results_create_fd(&s->save, fd, s->paths.save,
+								  identity, context) != 0
+				   : results_create(&s->save, s->paths.save, identity, context) != 0)
 			return -1;
 		b->save = (struct outcome_sink){ put_saved, &s->save };
 	}
 	if (s->paths.timeline) {
-		if (timeline_open(&s->timeline, s->paths.timeline) != 0)
+		int fd = s->paths.by_fd ? take_fd(&s->paths.timeline_fd) : -1;
+		if ((s->paths.by_fd && fd < 0) || timeline_open(&s->timeline, s->paths.timeline, fd) != 0)
 			return -1;
 		b->timeline = s->timeline.f;
 	}
@@ -342,7 +367,12 @@ static int open_in_place(struct sidefiles *s, struct batch *b, const char *ident
 {
 	const char *joblog = s->paths.joblog;
 
-	if (s->paths.stats && (s->stats = fopen(s->paths.stats, "we")) == NULL) {
+	int stats_fd = s->paths.by_fd && s->paths.stats ? take_fd(&s->paths.stats_fd) : -1;
+	if (stats_fd >= 0 && (s->stats = fdopen(stats_fd, "w")) == NULL)
+		close(stats_fd);
+	else if (s->paths.stats && !s->paths.by_fd)
+		s->stats = fopen(s->paths.stats, "we");
+	if (s->paths.stats && s->stats == NULL) {
 		warnx_("--stats: cannot create '%s': %s", s->paths.stats, strerror(errno));
 		return -1;
 	}
@@ -405,21 +435,33 @@ int sidefiles_close(struct sidefiles *s, struct batch *b, int complete)
 
 	b->timeline = NULL;
 	/* A timeline of a run that never started is no timeline. */
-	if (timeline_close(&s->timeline, s->paths.timeline, b->started_ns != 0) != 0)
+	if (timeline_close(&s->timeline, s->paths.timeline, b->started_ns != 0, s->paths.by_fd) != 0)
 		rc = -1;
 	if (joblog_close(&s->joblog) != 0)
 		rc = -1;
 	if (journal_close(&s->journal) != 0)
 		rc = -1;
-	if (s->save.fd >= 0 && complete && !b->merge_failed)
+	int commit = complete && !b->merge_failed;
+	if (s->save.fd >= 0 && commit)
 		rc |= results_commit(&s->save);
 	else if (s->save.fd >= 0)
 		results_abort(&s->save);
-	if (s->stats && fclose(s->stats) != 0) {
+	if (s->stats && ((s->paths.by_fd && commit && (fflush(s->stats) != 0 ||
+						       fsync(fileno(s->stats)) != 0)) |
+			 fclose(s->stats)) != 0) {
 		warnx_("--stats: cannot write '%s': %s", s->paths.stats, strerror(errno));
 		rc = -1;
 	}
 	s->stats = NULL;
+	if (s->paths.by_fd) {   /* lent but never opened: the run was refused */
+		int *lent[] = { &s->paths.joblog_fd, &s->paths.journal_fd, &s->paths.save_fd,
+				&s->paths.timeline_fd, &s->paths.stats_fd };
+		for (size_t i = 0; i < sizeof lent / sizeof lent[0]; i++)
+			if (*lent[i] >= 0)
+				close(take_fd(lent[i]));
+	}
+	if (commit && rc == 0)
+		s->complete = 1;
 	b->joblog = NULL;
 	b->journal = (struct outcome_sink){ NULL, NULL };
 	b->save = (struct outcome_sink){ NULL, NULL };

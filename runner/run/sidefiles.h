@@ -38,11 +38,14 @@ struct sidefiles_paths {
 	const char *stats;       /* --stats FILE */
 	int resume;              /* --resume(-failed): append to the joblog */
 	/* A served batch (cowrun serve): its client opened the joblog and
-	 * its journal and passed them; the names are for messages only,
-	 * nothing is opened or checked by name, and the descriptors are this
-	 * module's to close. */
+	 * its journal, and created the temporary files of --save-results,
+	 * --timeline and --stats, and passed them (-1: not given); the
+	 * names are for messages only, nothing is opened, checked, renamed
+	 * or removed by name, and the descriptors are this module's to
+	 * close. */
 	int by_fd;
 	int joblog_fd, journal_fd;
+	int save_fd, timeline_fd, stats_fd;
 };
 
 /* --timeline's file, written under a temporary name until it is kept. */
@@ -61,6 +64,7 @@ struct sidefiles {
 	struct joblog joblog;        /* written in place */
 	struct results_writer journal; /* written in place */
 	FILE *stats;                 /* written in place */
+	int complete;                /* closed with the saved results committed */
 };
 
 /* Take the paths (copied, the strings borrowed); open nothing.  Every
@@ -136,8 +140,11 @@ void sidefiles_hand_over(struct sidefiles *s);
  * are committed (renamed into place) only if `complete` and no merge or
  * save failed, else removed; the timeline is kept only if the task phase
  * started (b->started_ns), else removed; the joblog, its journal and the
- * stats file are closed where they are.  Safe to call again.  Returns 0,
- * or -1 after a message for each file that could not be written.
+ * stats file are closed where they are.  A served batch's files (by_fd)
+ * are only closed (the saved results fsync'd first when committed), and
+ * s->complete says whether they were written whole.  Safe to call again.
+ * Returns 0, or -1 after a message for each file that could not be
+ * written.
  */
 int sidefiles_close(struct sidefiles *s, struct batch *b, int complete);
 

@@ -234,18 +234,18 @@ static void queue_request(const unsigned char *buf, size_t n, const int *fds, si
 	socklen_t len = sizeof cred;
 	const char *why;
 
-	if (q == NULL || (nfds != 4 && nfds != 6)) {
-		if (q == NULL && nfds > 0)
+	if (q == NULL) {
+		if (nfds > 0)
 			proto_reply(fds[0], PROTO_ERROR, 255, "server busy: too many requests waiting");
 		for (size_t i = 0; i < nfds; i++)
 			close(fds[i]);
 		return;
 	}
 	memset(q, 0, sizeof *q);
-	for (int i = 0; i < LEADER_FDS; i++)
-		q->fds[i] = i < (int)nfds ? fds[i] : -1;
-	if (proto_decode_request(buf, n, &q->rq, &why) != 0) {
-		close_fds(q->fds);
+	if (proto_decode_request(buf, n, &q->rq, &why) != 0 ||
+	    leader_place_fds(&q->rq, fds, nfds, q->fds) != 0) {
+		for (size_t i = 0; i < nfds; i++)
+			close(fds[i]);
 		return;
 	}
 	getsockopt(q->fds[0], SOL_SOCKET, SO_PEERCRED, &cred, &len);

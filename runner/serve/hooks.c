@@ -33,13 +33,15 @@ static int served_setup(void *ctx)
  * its command line.  Returns 0 or EXIT_USAGE after a message. */
 static int apply_request(struct run_config *cfg, const struct proto_request *rq)
 {
-	static const int keys[PF_COUNT] = { 'j', 'T', 'S', 'y', 'H', 't', 'o', 'J' };
+	static const int keys[PF_RESUME] = { 'j', 'T', 'S', 'y', 'H', 't', 'o', 'J', 'R', 'L', 'P' };
 
 	cfg->seen = 0;
-	for (int f = 0; f < PF_COUNT; f++)
+	for (int f = 0; f < PF_RESUME; f++)
 		if ((rq->present & (1u << f)) && run_config_set(cfg, keys[f], rq->field[f]) != 0)
 			return EXIT_USAGE;
-	return 0;
+	if (rq->present & (1u << PF_RESUME))
+		cfg->resume = rq->field[PF_RESUME][0] == '2' ? 2 : 1;
+	return run_config_check(cfg) != 0 ? EXIT_USAGE : 0;
 }
 
 static size_t served_want(void *ctx, const struct proto_request *rq)
@@ -59,12 +61,22 @@ static size_t served_want(void *ctx, const struct proto_request *rq)
 }
 
 /* In a leader: the batch, exactly as a fork-mode run's after its setup. */
+static const char *field_or_null(const struct proto_request *rq, enum proto_field f)
+{
+	return (rq->present & (1u << f)) ? rq->field[f] : NULL;
+}
+
 static int served_run(void *ctx, const struct proto_request *rq, size_t workers,
-		      const int files_in[3])
+		      const int files_in[6], int *complete)
 {
 	const struct sidefiles_paths paths = {
-		.joblog = (rq->present & (1u << PF_JOBLOG)) ? rq->field[PF_JOBLOG] : NULL,
+		.save = field_or_null(rq, PF_SAVE),
+		.timeline = field_or_null(rq, PF_TIMELINE),
+		.joblog = field_or_null(rq, PF_JOBLOG),
+		.stats = field_or_null(rq, PF_STATS),
+		.resume = (rq->present & (1u << PF_RESUME)) != 0,
 		.by_fd = 1, .joblog_fd = files_in[1], .journal_fd = files_in[2],
+		.save_fd = files_in[3], .timeline_fd = files_in[4], .stats_fd = files_in[5],
 	};
 	struct served *s = ctx;
 	struct run_config cfg = s->cfg;
@@ -72,8 +84,11 @@ static int served_run(void *ctx, const struct proto_request *rq, size_t workers,
 	struct sidefiles files;
 	int rc = apply_request(&cfg, rq);
 
-	if (rc != 0)
-		return rc;
+	sidefiles_init(&files, &paths);
+	if (rc != 0 || (cfg.resume && sidefiles_lock(&files, s->b.workload->name) != 0)) {
+		sidefiles_close(&files, &b, 0);
+		return rc != 0 ? rc : EXIT_USAGE;
+	}
 	/* Standard output is the client's now: not open for writing, it
 	 * was closed there (submit holds its place read-only). */
 	run_note_stdout_closed((fcntl(STDOUT_FILENO, F_GETFL) & O_ACCMODE) == O_RDONLY);
@@ -86,15 +101,16 @@ static int served_run(void *ctx, const struct proto_request *rq, size_t workers,
 	b.outdir_by_fd = 1;
 	b.outdir_fd = files_in[0];
 	b.outdir_open = 1;
-	sidefiles_init(&files, &paths);
 	rc = run_batch(&cfg, &b, &files);
 	sidefiles_close(&files, &b, 0);
+	*complete = files.complete;
 	batch_free(&b);
 	return rc;
 }
 
-/* The server's command line: what a batch would be given that only the
- * server can own (its side files) is refused.  Returns 0 or EXIT_USAGE. */
+/* The server's command line: side files are per batch (submit gives
+ * them), and one the server named would be every batch's: refused.
+ * Returns 0 or EXIT_USAGE. */
 static int check_served(const struct run_config *cfg)
 {
 	const char *bad = cfg->mode != MODE_FORK ? "--mode other than fork" :
@@ -106,7 +122,10 @@ static int check_served(const struct run_config *cfg)
 
 	if (bad == NULL)
 		return 0;
-	warnx_("serve: %s cannot be given to a server (not supported for served batches yet)", bad);
+	warnx_("serve: %s cannot be given to a server (%s)", bad,
+	       cfg->mode != MODE_FORK || cfg->nmerge || cfg->metrics_path || cfg->check_args
+	       ? "not supported for served batches yet"
+	       : "a side file is per batch: give it to cowrun submit");
 	return EXIT_USAGE;
 }
 

@@ -26,11 +26,13 @@
 /* The descriptors as a batch uses them: the output directory a directory
  * opened for reading (a path-only one would let openat() create where the
  * client never opened anything); the joblog and journal regular files
- * open for reading and writing.  (Standard output and error need no
+ * open for reading and writing; the side files' temporary files
+ * (--save-results, --timeline, --stats) regular files open for writing.
+ * (Standard output and error need no
  * check: one not open for writing is the client's closed one, whose
  * place submit holds with /dev/null read-only; writing there fails, and
  * the batch says so as a direct run would.)  Returns 0, or -1 with *why. */
-static int check_descriptors(const int files[3], const char **why)
+static int check_descriptors(const int files[LEADER_FDS - 3], const char **why)
 {
 	struct stat st;
 	int fl = fcntl(files[0], F_GETFL);
@@ -38,13 +40,18 @@ static int check_descriptors(const int files[3], const char **why)
 	if (fl < 0 || (fl & O_PATH) || (fl & O_ACCMODE) != O_RDONLY ||
 	    fstat(files[0], &st) != 0 || !S_ISDIR(st.st_mode))
 		return *why = "the output directory must be a directory opened for reading", -1;
-	for (int i = 1; i < 3; i++) {
+	for (int i = 1; i < LEADER_FDS - 3; i++) {
 		if (files[i] < 0)
 			continue;
 		fl = fcntl(files[i], F_GETFL);
-		if (fl < 0 || (fl & O_PATH) || (fl & O_ACCMODE) != O_RDWR ||
-		    fstat(files[i], &st) != 0 || !S_ISREG(st.st_mode))
-			return *why = "the joblog and its journal must be regular files open for reading and writing", -1;
+		int mode_ok = i < 3 ? (fl & O_ACCMODE) == O_RDWR
+				    : (fl & O_ACCMODE) == O_WRONLY || (fl & O_ACCMODE) == O_RDWR;
+		if (fl < 0 || (fl & O_PATH) || !mode_ok || fstat(files[i], &st) != 0 ||
+		    !S_ISREG(st.st_mode))
+			return *why = i < 3 ? "the joblog and its journal must be regular files open "
+					      "for reading and writing"
+					    : "a side file (--save-results, --timeline, --stats) must "
+					      "be a regular file open for writing", -1;
 	}
 	return 0;
 }
@@ -68,7 +75,7 @@ static int become(int conn, const struct ucred *peer, const char **why)
 	return 0;
 }
 
-int leader_take_client(int conn, const int files[3], char *why, size_t size)
+int leader_take_client(int conn, const int files[LEADER_FDS - 3], char *why, size_t size)
 {
 	struct ucred peer;
 	socklen_t len = sizeof peer;

@@ -47,9 +47,10 @@ leader_main(const struct serve_hooks *hooks, const struct proto_request *rq, siz
 		_exit(255);
 	}
 	signals_watch(fds[0]);
-	int rc = hooks->run(hooks->ctx, rq, workers, fds + 3);
+	int complete = 0;
+	int rc = hooks->run(hooks->ctx, rq, workers, fds + 3, &complete);
 	fflush(NULL);
-	proto_reply(fds[0], PROTO_EXIT, rc, "");
+	proto_reply(fds[0], PROTO_EXIT, rc, complete ? PROTO_COMPLETE : "");
 	_exit(rc & 0xff);
 }
 
@@ -66,14 +67,35 @@ pid_t leader_start(const struct serve_hooks *hooks, const struct proto_request *
 	leader_main(hooks, rq, workers, fds, release_fd);
 }
 
+int leader_place_fds(const struct proto_request *rq, const int *got, size_t n,
+		     int fds[LEADER_FDS])
+{
+	static const int optional[][2] = { { PF_SAVE, LFD_SAVE }, { PF_TIMELINE, LFD_TIMELINE },
+					    { PF_STATS, LFD_STATS } };
+	size_t at = LFD_JOBLOG;
+
+	if (n != 1 + proto_run_fds(rq))
+		return -1;
+	for (int i = 0; i < LEADER_FDS; i++)
+		fds[i] = i < LFD_JOBLOG ? got[i] : -1;
+	if (rq->present & (1u << PF_JOBLOG)) {
+		fds[LFD_JOBLOG] = got[at++];
+		fds[LFD_JOURNAL] = got[at++];
+	}
+	for (size_t i = 0; i < sizeof optional / sizeof optional[0]; i++)
+		if (rq->present & (1u << optional[i][0]))
+			fds[optional[i][1]] = got[at++];
+	return 0;
+}
+
 /* In a spare: wait for the one request (its granted workers, then the
- * encoded request, with its 4 or 6 descriptors).  The generation closing
+ * encoded request, with its descriptors, as leader_place_fds() takes them).  The generation closing
  * its end, or anything else, ends the spare quietly.  Never returns. */
 static void __attribute__((noreturn))
 spare_main(const struct serve_hooks *hooks, int chan, int release_fd, const char *comm)
 {
 	unsigned char buf[sizeof(uint32_t) + PROTO_MSG_MAX];
-	int got[PROTO_FDS_MAX], fds[LEADER_FDS] = { -1, -1, -1, -1, -1, -1 };
+	int got[PROTO_FDS_MAX], fds[LEADER_FDS];
 	size_t nfds = 0;
 	struct pollfd p = { chan, POLLIN, 0 };
 	struct proto_request rq;
@@ -85,11 +107,11 @@ spare_main(const struct serve_hooks *hooks, int chan, int release_fd, const char
 		;
 	n = proto_recv(chan, buf, sizeof buf, got, &nfds);
 	close(chan);
-	if (n <= (long)sizeof workers || (nfds != 4 && nfds != 6) ||
-	    proto_decode_request(buf + sizeof workers, (size_t)n - sizeof workers, &rq, &why) != 0)
+	if (n <= (long)sizeof workers ||
+	    proto_decode_request(buf + sizeof workers, (size_t)n - sizeof workers, &rq, &why) != 0 ||
+	    leader_place_fds(&rq, got, nfds, fds) != 0)
 		_exit(0);
 	memcpy(&workers, buf, sizeof workers);
-	memcpy(fds, got, nfds * sizeof got[0]);
 	prctl(PR_SET_NAME, comm);
 	leader_main(hooks, &rq, workers, fds, release_fd);
 }
@@ -134,6 +156,12 @@ int leader_spare_hand(int chan, const struct proto_request *rq, size_t workers,
 
 	if (len < 0)
 		return errno = EMSGSIZE, -1;
+	int packed[LEADER_FDS];
+	size_t n = 0;
+
+	for (int i = 0; i < LEADER_FDS; i++)
+		if (fds[i] >= 0)
+			packed[n++] = fds[i];
 	memcpy(buf, &w, sizeof w);
-	return proto_send(chan, buf, sizeof w + (size_t)len, fds, fds[4] >= 0 ? 6 : 4);
+	return proto_send(chan, buf, sizeof w + (size_t)len, packed, n);
 }

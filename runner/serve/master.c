@@ -517,17 +517,26 @@ static size_t status_text(char *buf, size_t size)
 }
 
 /* A run request's descriptors: standard output, standard error, the
- * output directory; the joblog and its journal if it names one.  Returns
- * NULL or what is wrong. */
+ * output directory; the joblog and its journal if it names one; then the
+ * temporary files of --save-results, --timeline and --stats, each a
+ * regular file opened for writing.  Returns NULL or what is wrong. */
 static const char *check_run_fds(const struct proto_request *rq, const int *fds, size_t nfds)
 {
+	size_t first = (rq->present & (1u << PF_JOBLOG)) ? 5 : 3;
 	struct stat st;
 
-	if (nfds != ((rq->present & (1u << PF_JOBLOG)) ? 5u : 3u))
+	if (nfds != proto_run_fds(rq))
 		return "a run request carries 3 descriptors (stdout, stderr, output directory), "
-		       "5 with a joblog (the joblog and its journal)";
+		       "2 more with a joblog (the joblog and its journal), 1 more for each of "
+		       "--save-results, --timeline and --stats";
 	if (fstat(fds[2], &st) != 0 || !S_ISDIR(st.st_mode))
 		return "the output directory descriptor is not a directory";
+	for (size_t i = first; i < nfds; i++) {
+		int fl = fcntl(fds[i], F_GETFL);
+		if (fl < 0 || (fl & O_ACCMODE) == O_RDONLY || fstat(fds[i], &st) != 0 ||
+		    !S_ISREG(st.st_mode))
+			return "a side file descriptor is not a regular file opened for writing";
+	}
 	return NULL;
 }
 

@@ -121,7 +121,21 @@ int proto_decode_request(const unsigned char *buf, size_t len, struct proto_requ
 		rq->present |= 1u << tag;
 		at += 3 + n;
 	}
+	if ((rq->present & (1u << PF_RESUME)) && strcmp(rq->field[PF_RESUME], "1") != 0 &&
+	    strcmp(rq->field[PF_RESUME], "2") != 0)
+		return *why = "resume field neither 1 nor 2", -1;
+	if ((rq->present & (1u << PF_RESUME)) && !(rq->present & (1u << PF_JOBLOG)))
+		return *why = "resume without a joblog", -1;
 	return 0;
+}
+
+size_t proto_run_fds(const struct proto_request *rq)
+{
+	size_t n = (rq->present & (1u << PF_JOBLOG)) ? 5 : 3;
+
+	for (unsigned f = PF_SAVE; f <= PF_STATS; f++)
+		n += (rq->present & (1u << f)) != 0;
+	return n;
 }
 
 int proto_decode_reply(const unsigned char *buf, size_t len, struct proto_reply *rp,

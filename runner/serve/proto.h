@@ -3,8 +3,9 @@
  * (run a batch, report status, reload) and its reply, each one small,
  * versioned, length-checked datagram on a SOCK_SEQPACKET Unix socket, with
  * the client's descriptors (standard output and error, the output
- * directory; with --joblog the joblog and its journal) passed beside a
- * run request (SCM_RIGHTS).
+ * directory; with --joblog the joblog and its journal; the temporary
+ * files of --save-results, --timeline and --stats) passed beside a run
+ * request (SCM_RIGHTS), in that order, those of absent fields left out.
  *
  * A message is a 12-byte header, "CWRQ" (request) or "CWRP" (reply), the
  * version (u16), the type (u16), the body's length (u32), all little-
@@ -23,15 +24,23 @@
 #define PROTO_MSG_MAX 4096        /* no message is longer */
 #define PROTO_TEXT_MAX 4000       /* a reply's text, NUL included */
 #define PROTO_FIELD_MAX 1024      /* a request field's text, NUL included */
-#define PROTO_FDS_MAX 6           /* descriptors passed with one message */
+#define PROTO_FDS_MAX 9           /* descriptors passed with one message */
 
 enum proto_req_type { PROTO_RUN = 1, PROTO_STATUS = 2, PROTO_RELOAD = 3 };
 enum proto_reply_type { PROTO_EXIT = 1, PROTO_ERROR = 2, PROTO_TEXT = 3 };
+
+/* A PROTO_EXIT reply's text when the batch wrote its side files whole
+ * (the client may then rename them into place); "" otherwise. */
+#define PROTO_COMPLETE "complete"
 
 /* A request's fields: the runner options a client may give per batch. */
 enum proto_field {
 	PF_JOBS, PF_TASKS, PF_SHARD, PF_RETRIES, PF_HALT, PF_TIMEOUT, PF_OUTDIR,
 	PF_JOBLOG,   /* its name as given (+FILE appends); the file is passed */
+	PF_SAVE,     /* --save-results, --timeline, --stats: the final names as */
+	PF_TIMELINE, /* given (for messages); the client's temporary files are */
+	PF_STATS,    /* passed */
+	PF_RESUME,   /* "1" --resume, "2" --resume-failed; needs PF_JOBLOG */
 	PF_COUNT
 };
 
@@ -49,6 +58,11 @@ struct proto_reply {
 
 /* Set field f of a request to `text`.  Returns 0, or -1 if too long. */
 int proto_set(struct proto_request *rq, enum proto_field f, const char *text);
+
+/* How many descriptors a run request's client passes: 3 (standard
+ * output, standard error, output directory), 2 more with PF_JOBLOG, 1
+ * more for each of PF_SAVE, PF_TIMELINE, PF_STATS. */
+size_t proto_run_fds(const struct proto_request *rq);
 
 /* Encode into buf (PROTO_MSG_MAX bytes).  Returns the length, or -1 if
  * it does not fit or the type is unknown. */

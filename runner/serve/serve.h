@@ -54,10 +54,14 @@ struct serve_hooks {
 	size_t (*want_workers)(void *ctx, const struct proto_request *rq);
 	/* In the leader: run the batch with at most `workers` workers;
 	 * files[0] is the client's output directory (kept open), files[1]
-	 * and files[2] its joblog and journal (-1 without --joblog; the run
-	 * owns them); standard output and error are the client's.  Returns
-	 * the exit status. */
-	int (*run)(void *ctx, const struct proto_request *rq, size_t workers, const int files[3]);
+	 * and files[2] its joblog and journal (-1 without --joblog),
+	 * files[3..5] the temporary files of --save-results, --timeline and
+	 * --stats (-1 where not given; the run owns them all and never
+	 * renames or removes a file by name); standard output and error are
+	 * the client's.  *complete says whether the side files were written
+	 * whole (the saved results committed).  Returns the exit status. */
+	int (*run)(void *ctx, const struct proto_request *rq, size_t workers, const int files[6],
+		   int *complete);
 	void *ctx;
 };
 

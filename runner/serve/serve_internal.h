@@ -69,10 +69,20 @@ void serve_close_inherited(int keep_below);
 void generation_main(int chan, unsigned id, const struct serve_config *cfg,
 		     const struct serve_hooks *hooks) __attribute__((noreturn));
 
-/* The descriptors a leader is given: the connection, the client's
- * standard output, standard error, output directory, joblog and journal
- * (the last two -1 without --joblog). */
-#define LEADER_FDS 6
+/* The descriptors a leader is given, each in its slot: the connection,
+ * the client's standard output, standard error, output directory, joblog
+ * and journal (-1 without --joblog), the temporary files of
+ * --save-results, --timeline and --stats (-1 where not given). */
+#define LEADER_FDS 9
+enum { LFD_CONN, LFD_STDOUT, LFD_STDERR, LFD_OUTDIR, LFD_JOBLOG, LFD_JOURNAL, LFD_SAVE,
+       LFD_TIMELINE, LFD_STATS };
+
+/* Put the descriptors passed with run request `rq` (got[0] the
+ * connection, then the client's, in proto.h's order) in their slots.
+ * Returns 0, or -1 if their number is not the request's (nothing closed,
+ * fds[] unspecified). */
+int leader_place_fds(const struct proto_request *rq, const int *got, size_t n,
+		     int fds[LEADER_FDS]);
 
 /* Fork a leader for one request: `fds` as above (the caller closes its
  * copies); `release_fd` where it gives its workers back early (guard.h;
@@ -101,11 +111,12 @@ void serve_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* In a leader, before it touches anything of the client's: check the
  * client's descriptors (standard output and error, already in place; files:
- * the output directory, the joblog and its journal, -1 if none) for kind
+ * the output directory, the joblog and its journal, the temporary side
+ * files, -1 where none: slots LFD_OUTDIR on) for kind
  * and access mode, and take the client's rights: a server run as root
  * becomes the client (groups, gid, uid); another serves a client of
  * another uid only into a directory that uid owns (identity.c).  Returns
  * 0, or -1 with the reason, for the client, in why. */
-int leader_take_client(int conn, const int files[3], char *why, size_t size);
+int leader_take_client(int conn, const int files[LEADER_FDS - 3], char *why, size_t size);
 
 #endif

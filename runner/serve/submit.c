@@ -1,13 +1,19 @@
 /*
  * submit.c - `cowrun submit`: the client of `cowrun serve`.  It opens its
- * own output directory (created if missing) and passes it, with its
- * standard output and error, beside the request; the server writes
- * through them.  It exits with the batch's status, as cowrun would.  See
- * serve.h.
+ * own output directory (created if missing), its joblog and journal, and
+ * creates the temporary files of --save-results, --timeline and --stats
+ * beside their final names, and passes them, with its standard output and
+ * error, beside the request; the server writes through them.  Once the
+ * batch's reply says its side files are whole, submit renames each
+ * temporary file into place itself; otherwise (a failed or interrupted
+ * batch, an error, the server gone) it removes them: a final name holds a
+ * complete file or nothing.  It exits with the batch's status, as cowrun
+ * would.  See serve.h.
  */
 #define _GNU_SOURCE
 #include "serve.h"
 #include "run/resume.h"
+#include "run/sidefiles.h"
 #include "os/util.h"
 
 #include <errno.h>
@@ -19,6 +25,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -36,14 +43,34 @@ static void submit_usage(void)
 "                     as for cowrun\n"
 "      --joblog FILE  as for cowrun (+FILE appends); opened here, with\n"
 "                     FILE.res, and passed to the server\n"
+"      --resume, --resume-failed  as for cowrun (with --joblog)\n"
+"      --save-results FILE  --timeline FILE  --stats FILE\n"
+"                     as for cowrun: created here under a temporary name,\n"
+"                     written by the server, renamed into place here once\n"
+"                     the batch completed, else removed\n"
 "      --status       list the server's generations and running batches\n"
 "      --reload       start a new generation (a fresh setup); wait for it\n");
 }
 
+/* The side files submit creates under a temporary name: the request's
+ * fields, in the order their descriptors are passed. */
+static const enum proto_field temp_fields[] = { PF_SAVE, PF_TIMELINE, PF_STATS };
+#define NTEMP (sizeof temp_fields / sizeof temp_fields[0])
+
 struct submit_args {
 	const char *socket_path;
 	struct proto_request rq;
+	char temp[NTEMP][PATH_MAX];   /* "" until created */
 };
+
+/* SIGTERM, SIGINT, SIGHUP while a batch runs: remove the temporary files
+ * and go the way the signal would have taken us. */
+static volatile sig_atomic_t stop_signal;
+
+static void on_stop(int sig)
+{
+	stop_signal = sig;
+}
 
 static int parse_submit(int argc, char **argv, struct submit_args *a)
 {
@@ -57,12 +84,17 @@ static int parse_submit(int argc, char **argv, struct submit_args *a)
 		{ "halt", required_argument, NULL, 'H' },
 		{ "timeout", required_argument, NULL, 't' },
 		{ "joblog", required_argument, NULL, 'J' },
+		{ "save-results", required_argument, NULL, 'R' },
+		{ "timeline", required_argument, NULL, 'L' },
+		{ "stats", required_argument, NULL, 'P' },
+		{ "resume", no_argument, NULL, 'u' },
+		{ "resume-failed", no_argument, NULL, 'F' },
 		{ "status", no_argument, NULL, 'i' },
 		{ "reload", no_argument, NULL, 'r' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	static const char keys[] = "jTSyHtoJ";   /* enum proto_field's order */
+	static const char keys[] = "jTSyHtoJRLP";   /* enum proto_field's order */
 	int c;
 
 	memset(a, 0, sizeof *a);
@@ -77,6 +109,10 @@ static int parse_submit(int argc, char **argv, struct submit_args *a)
 			a->rq.type = PROTO_STATUS;
 		else if (c == 'r')
 			a->rq.type = PROTO_RELOAD;
+		else if (c == 'u' || c == 'F') {
+			if (c == 'F' || !(a->rq.present & (1u << PF_RESUME)))
+				proto_set(&a->rq, PF_RESUME, c == 'F' ? "2" : "1");
+		}
 		else if (c == 'h') {
 			submit_usage();
 			return -1;
@@ -98,6 +134,10 @@ static int parse_submit(int argc, char **argv, struct submit_args *a)
 	}
 	if (a->socket_path == NULL) {
 		warnx_("submit: --socket PATH is required");
+		return EXIT_BAD;
+	}
+	if ((a->rq.present & (1u << PF_RESUME)) && !(a->rq.present & (1u << PF_JOBLOG))) {
+		warnx_("--resume needs the --joblog FILE of the run to resume");
 		return EXIT_BAD;
 	}
 	return 0;
@@ -153,8 +193,88 @@ static int open_joblog(const char *arg, int fds[2])
 	return -1;
 }
 
-/* Wait for the one reply (a batch may take hours) and act on it. */
-static int await_reply(int sock)
+/* The side files as a direct run checks them (none a directory, no two
+ * naming one file), and none that is renamed into place a device, a pipe
+ * or a socket.  Returns 0 or -1 after a message. */
+static int check_side_files(const struct proto_request *rq)
+{
+	const struct sidefiles_paths paths = {
+		.save = (rq->present & (1u << PF_SAVE)) ? rq->field[PF_SAVE] : NULL,
+		.timeline = (rq->present & (1u << PF_TIMELINE)) ? rq->field[PF_TIMELINE] : NULL,
+		.joblog = (rq->present & (1u << PF_JOBLOG)) ? rq->field[PF_JOBLOG] : NULL,
+		.stats = (rq->present & (1u << PF_STATS)) ? rq->field[PF_STATS] : NULL,
+	};
+	struct sidefiles files;
+	struct stat st;
+
+	sidefiles_init(&files, &paths);
+	if (sidefiles_check(&files) != 0)
+		return -1;
+	if (paths.stats && stat(paths.stats, &st) == 0 && !S_ISREG(st.st_mode)) {
+		warnx_("--stats: '%s' is not a regular file: it would be replaced", paths.stats);
+		return -1;
+	}
+	return 0;
+}
+
+/* Remove the temporary files still there. */
+static void remove_temps(struct submit_args *a)
+{
+	for (size_t i = 0; i < NTEMP; i++)
+		if (a->temp[i][0]) {
+			unlink(a->temp[i]);
+			a->temp[i][0] = '\0';
+		}
+}
+
+/* Create the temporary file of each side file given, beside its final
+ * name, and add its descriptor to fds[*nfds...].  Returns 0, or -1 after a
+ * message (those created are removed; their descriptors the caller's). */
+static int create_temps(struct submit_args *a, int *fds, size_t *nfds)
+{
+	for (size_t i = 0; i < NTEMP; i++) {
+		enum proto_field f = temp_fields[i];
+		int fd = -1;
+		if (!(a->rq.present & (1u << f)))
+			continue;
+		if (temp_name_beside(a->temp[i], sizeof a->temp[i], a->rq.field[f]) == 0)
+			fd = create_new_at(AT_FDCWD, a->temp[i], O_WRONLY, 0666);
+		if (fd < 0) {
+			warnx_("cannot create '%s': %s", a->temp[i][0] ? a->temp[i] : a->rq.field[f],
+			       strerror(errno));
+			a->temp[i][0] = '\0';
+			remove_temps(a);
+			return -1;
+		}
+		fds[(*nfds)++] = fd;
+	}
+	return 0;
+}
+
+/* The batch ended with `status`, its side files whole or not: rename each
+ * temporary file into place, or remove them all.  Returns the exit status:
+ * 254 if a rename failed. */
+static int settle_temps(struct submit_args *a, int status, int complete)
+{
+	int rc = status;
+
+	for (size_t i = 0; i < NTEMP; i++) {
+		const char *final = a->rq.field[temp_fields[i]];
+		if (!a->temp[i][0] || !complete || status < 0 || status > 101)
+			continue;
+		if (rename(a->temp[i], final) != 0) {
+			warnx_("cannot save '%s': %s", final, strerror(errno));
+			rc = EXIT_LOST;
+		} else
+			a->temp[i][0] = '\0';
+	}
+	remove_temps(a);
+	return rc;
+}
+
+/* Wait for the one reply (a batch may take hours) and act on it;
+ * *complete: the reply says the side files are whole. */
+static int await_reply(int sock, int *complete)
 {
 	unsigned char buf[PROTO_MSG_MAX];
 	struct proto_reply rp;
@@ -162,10 +282,15 @@ static int await_reply(int sock)
 	int fds[PROTO_FDS_MAX];
 	size_t nfds;
 
+	*complete = 0;
 	for (;;) {
 		struct pollfd pfd = { sock, POLLIN, 0 };
+		if (stop_signal)
+			return 128 + stop_signal;
 		if (poll(&pfd, 1, -1) < 0 && errno != EINTR)
 			break;
+		if (stop_signal)
+			return 128 + stop_signal;
 		long n = proto_recv(sock, buf, sizeof buf, fds, &nfds);
 		for (size_t i = 0; i < nfds; i++)
 			close(fds[i]);
@@ -181,17 +306,56 @@ static int await_reply(int sock)
 			printf("%s%s", rp.text, rp.text[0] && rp.text[strlen(rp.text) - 1] != '\n' ? "\n" : "");
 		else if (rp.type == PROTO_ERROR)
 			warnx_("submit: %s", rp.text);
+		*complete = rp.type == PROTO_EXIT && strcmp(rp.text, PROTO_COMPLETE) == 0;
 		return rp.status & 0xff;
 	}
 	warnx_("submit: the server closed the connection without a result");
 	return EXIT_LOST;
 }
 
+static void catch_stops(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_stop;   /* no SA_RESTART: poll() returns */
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+}
+
+/* A run request's descriptors (the output directory, the joblog and its
+ * journal, the temporary side files) after standard output and error.
+ * Returns 0 or -1 after a message (nothing left open or created). */
+static int open_run_files(struct submit_args *a, int *fds, size_t *nfds)
+{
+	const char *outdir = (a->rq.present & (1u << PF_OUTDIR)) ? a->rq.field[PF_OUTDIR] : "out";
+
+	*nfds = 2;
+	if (check_side_files(&a->rq) != 0 || (fds[2] = open_outdir(outdir)) < 0)
+		return -1;
+	*nfds = 3;
+	if ((a->rq.present & (1u << PF_JOBLOG)) && open_joblog(a->rq.field[PF_JOBLOG], fds + 3) == 0)
+		*nfds = 5;
+	else if (a->rq.present & (1u << PF_JOBLOG))
+		goto fail;
+	if (create_temps(a, fds, nfds) == 0)
+		return 0;
+fail:
+	for (size_t i = 2; i < *nfds; i++)
+		close(fds[i]);
+	*nfds = 0;
+	return -1;
+}
+
 int submit_main(int argc, char **argv)
 {
 	struct submit_args a;
 	unsigned char buf[PROTO_MSG_MAX];
-	int rc = parse_submit(argc, argv, &a), sock, dir = -1;
+	int rc = parse_submit(argc, argv, &a), sock, complete = 0;
+	int fds[PROTO_FDS_MAX] = { STDOUT_FILENO, STDERR_FILENO };
+	size_t nfds = 0;
 
 	if (rc != 0)
 		return rc < 0 ? 0 : rc;
@@ -206,21 +370,11 @@ int submit_main(int argc, char **argv)
 		return EXIT_BAD;
 	}
 	if (a.rq.type == PROTO_RUN) {
-		const char *outdir = (a.rq.present & (1u << PF_OUTDIR)) ? a.rq.field[PF_OUTDIR] : "out";
-		if ((dir = open_outdir(outdir)) < 0) {
+		catch_stops();
+		if (open_run_files(&a, fds, &nfds) != 0) {
 			close(sock);
 			return EXIT_BAD;
 		}
-	}
-	int fds[5] = { STDOUT_FILENO, STDERR_FILENO, dir, -1, -1 };
-	size_t nfds = dir >= 0 ? 3 : 0;
-	if (nfds && (a.rq.present & (1u << PF_JOBLOG))) {
-		if (open_joblog(a.rq.field[PF_JOBLOG], fds + 3) != 0) {
-			close(dir);
-			close(sock);
-			return EXIT_BAD;
-		}
-		nfds = 5;
 	}
 	fflush(NULL);
 	/* A refused client (its uid) may find the connection closed: the
@@ -229,10 +383,16 @@ int submit_main(int argc, char **argv)
 		warnx_("submit: cannot send the request: %s", strerror(errno));
 		rc = EXIT_LOST;
 	} else
-		rc = await_reply(sock);
+		rc = await_reply(sock, &complete);
 	for (size_t i = 2; i < nfds; i++)
 		close(fds[i]);
+	/* Closing the connection cancels a batch still running. */
 	close(sock);
+	rc = settle_temps(&a, rc, complete && !stop_signal);
 	fflush(stdout);
+	if (stop_signal) {
+		signal(stop_signal, SIG_DFL);
+		raise(stop_signal);
+	}
 	return rc;
 }

@@ -85,12 +85,44 @@ static void test_request_refused(void **unused)
 	expect_refused("CWRQ\1\0\1\0\1\0\0\0", 12, "body length");
 	expect_refused("CWRQ\1\0\7\0\0\0\0\0", 12, "request type");
 	expect_refused("CWRQ\1\0\1\0\2\0\0\0\0\0", 14, "truncated");
-	expect_refused("CWRQ\1\0\1\0\3\0\0\0\x09\0\0", 15, "unknown field");
+	expect_refused("CWRQ\1\0\1\0\3\0\0\0\x0c\0\0", 15, "unknown field");
+	/* PF_RESUME (11): "1" or "2", and only with PF_JOBLOG (7) */
+	expect_refused("CWRQ\1\0\1\0\x08\0\0\0\7\1\0" "j\x0b\1\0" "3", 20, "neither 1 nor 2");
+	expect_refused("CWRQ\1\0\1\0\4\0\0\0\x0b\1\0" "1", 16, "without a joblog");
 	expect_refused("CWRQ\1\0\1\0\4\0\0\0\1\5\0" "1", 16, "longer");
 	expect_refused("CWRQ\1\0\1\0\x08\0\0\0\1\1\0" "1\1\1\0" "2", 20, "twice");
 	expect_refused("CWRQ\1\0\1\0\4\0\0\0\1\1\0\0", 16, "NUL");
 	unsigned char big[PROTO_MSG_MAX + 1] = "CWRQ\1\0\1\0";
 	expect_refused(big, sizeof big, "length");
+}
+
+/* The descriptors a run request carries: 3, 2 more with a joblog, 1 more
+ * for each temporary side file; --resume with its joblog decodes. */
+static void test_run_fds(void **unused)
+{
+	static struct proto_request rq, back;
+	unsigned char msg[PROTO_MSG_MAX];
+	const char *why = NULL;
+
+	(void)unused;
+	memset(&rq, 0, sizeof rq);
+	rq.type = PROTO_RUN;
+	assert_int_equal(proto_run_fds(&rq), 3);
+	assert_int_equal(proto_set(&rq, PF_SAVE, "r.res"), 0);
+	assert_int_equal(proto_run_fds(&rq), 4);
+	assert_int_equal(proto_set(&rq, PF_JOBLOG, "j.log"), 0);
+	assert_int_equal(proto_set(&rq, PF_RESUME, "2"), 0);
+	assert_int_equal(proto_run_fds(&rq), 6);
+	assert_int_equal(proto_set(&rq, PF_TIMELINE, "t.csv"), 0);
+	assert_int_equal(proto_set(&rq, PF_STATS, "s.csv"), 0);
+	assert_int_equal(proto_run_fds(&rq), 8);
+	assert_true(proto_run_fds(&rq) < PROTO_FDS_MAX);   /* the connection beside them */
+	long n = proto_encode_request(&rq, msg, sizeof msg);
+	assert_true(n > 0);
+	assert_int_equal(proto_decode_request(msg, (size_t)n, &back, &why), 0);
+	assert_string_equal(back.field[PF_RESUME], "2");
+	assert_string_equal(back.field[PF_STATS], "s.csv");
+	assert_int_equal(proto_run_fds(&back), 8);
 }
 
 static void test_reply_round_trip(void **unused)
@@ -180,6 +212,7 @@ int main(void)
 		cmocka_unit_test(test_request_round_trip),
 		cmocka_unit_test(test_request_limits),
 		cmocka_unit_test(test_request_refused),
+		cmocka_unit_test(test_run_fds),
 		cmocka_unit_test(test_reply_round_trip),
 		cmocka_unit_test(test_send_recv_fds),
 		cmocka_unit_test(test_reply_helper),
