@@ -58,14 +58,14 @@ static int has_key(const char *line, const char *key)
 	return strncmp(line, key, k) == 0 && line[k] == ' ';
 }
 
-enum line_class { HEAD, TASKS, CONTEXT, INPUT, INPUT_AT, ARG, FROM };
+enum line_class { HEAD, TASKS, CONTEXT, INPUT, INPUT_AT, ARG, FROM, RUN };
 
 static enum line_class class_of(const char *line)
 {
 	return has_key(line, "arg") || has_key(line, "arg-input") ? ARG
 		: has_key(line, "input") ? INPUT : has_key(line, "input-at") ? INPUT_AT
 		: has_key(line, "tasks") ? TASKS : has_key(line, "context") ? CONTEXT
-		: has_key(line, "inputs-from") ? FROM : HEAD;
+		: has_key(line, "inputs-from") ? FROM : has_key(line, "run-id") ? RUN : HEAD;
 }
 
 /* Are a's and b's lines of class c the same, in order? */

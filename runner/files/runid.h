@@ -21,7 +21,9 @@
  *   arg 10
  *
  * A line "inputs-from FILE" in this run's identity (a merge without setup
- * took its inputs from FILE) is never compared: messages name FILE.
+ * took its inputs from FILE) is never compared: messages name FILE.  Nor
+ * is "run-id ID", the run that wrote the file (the id --metrics and
+ * --log-time give it), which every run has its own of.
  */
 #ifndef COWRUN_RUNID_H
 #define COWRUN_RUNID_H

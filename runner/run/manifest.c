@@ -394,7 +394,10 @@ static void put_manifest(FILE *f, const char *workload, const char *identity,
 	fprintf(f, MANIFEST_MAGIC "\nworkload %s\n", workload);
 	for (const char *p = identity; *p;) {
 		size_t n = strcspn(p, "\n");
-		fprintf(f, "identity %.*s\n", (int)n, p);
+		/* Not the run's id: reruns of the same batch write the same
+		 * manifest. */
+		if (strncmp(p, "run-id ", 7) != 0)
+			fprintf(f, "identity %.*s\n", (int)n, p);
 		p += n + (p[n] == '\n');
 	}
 	for (size_t i = 0; i < mine->n; i++)

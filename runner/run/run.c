@@ -354,6 +354,21 @@ static int choose_tasks(const struct run_config *cfg, struct batch *b, const str
 	return 0;
 }
 
+/* A direct run's id as the identity's last line, "run-id ID" (never
+ * compared: runid.h), so its journal and saved results name the run its
+ * metrics and --log-time lines name.  Returns 0 or -1 (ENOMEM). */
+static int add_run_id(char **identity)
+{
+	if (metrics.m.run_id == NULL)
+		return 0;   /* a served batch: the server's run has no one id */
+	char *with = NULL;
+	if (asprintf(&with, "%srun-id %s\n", *identity, metrics.m.run_id) < 0)
+		return -1;
+	free(*identity);
+	*identity = with;
+	return 0;
+}
+
 int run_batch(const struct run_config *cfg, struct batch *b, struct sidefiles *files)
 {
 	char *body = inputs_body();
@@ -365,7 +380,7 @@ int run_batch(const struct run_config *cfg, struct batch *b, struct sidefiles *f
 
 	b->retries = (unsigned)cfg->retries;
 	b->halt = cfg->halt;
-	if (identity == NULL)
+	if (identity == NULL || add_run_id(&identity) != 0)
 		goto out;
 	const int fds[2] = { files->joblog.fd, files->paths.journal_fd };
 	if (cfg->resume && resume_load(&resume, cfg->joblog_path, b->workload->name, identity,

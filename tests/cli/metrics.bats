@@ -48,8 +48,10 @@ metric() {
 		[[ "$line" =~ ^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z\ run=$id\ cowrun:\  ]] ||
 			{ echo "not stamped: $line" >&2; return 1; }
 	done
-	# Never in the joblog's columns.
+	# Never in the joblog's columns; in its journal's identity, which
+	# a --resume does not compare.
 	! grep -q "$id" "$D/j"
+	grep -a -q "run-id $id" "$D/j.res"
 }
 
 @test "metrics: without --log-time, stderr lines are as they were" {
