@@ -159,8 +159,9 @@ RISK_SMALL=(risk --assets 20 --days 60 --portfolios 5 --positions 8 --scenarios 
 	src="$BATS_TEST_TMPDIR/src" d="$BATS_TEST_TMPDIR/inst"
 	mkdir "$src"
 	# (Not by git ls-files: check-asan's copy of the tree has no .git.)
-	tar -C "$ROOT" --exclude=./.git --exclude='./build*' --exclude=./bin --exclude=./results \
-		--exclude=./out -cf - . | tar -xf - -C "$src"
+	tar -C "$ROOT" --exclude=./.git --exclude=./build --exclude=./build-asan --exclude=./build-valgrind \
+		--exclude=./build-fuzz --exclude=./build-mutants --exclude=./bin \
+		--exclude=./results --exclude=./out -cf - . | tar -xf - -C "$src"
 	make -s -C "$src" -j2 install DESTDIR="$d" prefix=/opt/cw libdir=/opt/cw/lib64/x86_64 \
 		bindir=/opt/cw/sbin >/dev/null
 	installed="$d/opt/cw/sbin/cowrun"
