@@ -50,6 +50,8 @@ static void draw(struct progress *p, size_t done, size_t failed)
 
 void progress_update(struct progress *p, size_t done, size_t failed, int force)
 {
+	if (!p->enabled && p->tick == NULL)
+		return;   /* after every task: nothing to look at the clock for */
 	uint64_t now = now_ns();
 
 	if (p->enabled && (force || now - p->drawn_ns >= REDRAW_NS))

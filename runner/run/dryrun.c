@@ -7,8 +7,8 @@
  */
 #define _GNU_SOURCE
 #include "run.h"
-#include "inputs.h"
 #include "manifest.h"
+#include "outdir.h"
 #include "resume.h"
 #include "engine/task.h"
 #include "os/memavail.h"
@@ -39,44 +39,6 @@ static const char *fate_of(const char *path, int appends)
 static void file_line(const char *path, const char *what, int appends)
 {
 	printf("  %-8s %s%s%s\n", fate_of(path, appends), path, what[0] ? "  " : "", what);
-}
-
-/* The output directory as a real run would take it; 0, or -1 after the
- * message the run would give. */
-static int check_outdir(const char *dir)
-{
-	struct stat st;
-
-	if (lstat(dir, &st) != 0)
-		return 0;   /* created, with its parents */
-	if (S_ISLNK(st.st_mode) || !S_ISDIR(st.st_mode)) {
-		warnx_("output directory '%s' is a symbolic link or not a directory: "
-		       "give the directory itself", dir);
-		return -1;
-	}
-	if (geteuid() == 0 && st.st_uid != 0) {
-		warnx_("output directory '%s' belongs to uid %ld: refusing to write there as root "
-		       "(run as its owner, or give a directory root owns)", dir, (long)st.st_uid);
-		return -1;
-	}
-	return 0;
-}
-
-/* The input files, as a run looks at them before its setup: found, and
- * for --resume unchanged since the journal.  0, or -1 after a message. */
-static int check_inputs(const struct run_config *cfg)
-{
-	char journal[4096];
-
-	if (cfg->nmerge > 0)
-		return 0;   /* a merge may need no input at all */
-	if (inputs_find(cfg->workload, cfg->wargc, cfg->wargv, cfg->not_inputs, cfg->nnot_inputs,
-			1) != 0)
-		return -1;
-	return cfg->resume && cfg->joblog_path
-		? inputs_check_journal(cfg->workload,
-				       resume_journal_path(cfg->joblog_path, journal, sizeof journal))
-		: 0;
 }
 
 /* The selected tasks of a planned state: their count, the first and last
@@ -178,8 +140,8 @@ int run_dry(const struct run_config *cfg)
 	       cfg->plugin_path ? cfg->plugin_path : "");
 	if (options_check(w, cfg->wargc, cfg->wargv) != 0 ||
 	    run_check_side_files(cfg, &files) != 0 ||
-	    ((w->flags & COWRUN_WRITES_REPORTS) && check_outdir(cfg->outdir) != 0) ||
-	    check_inputs(cfg) != 0)
+	    ((w->flags & COWRUN_WRITES_REPORTS) && outdir_check_existing(cfg->outdir) != 0) ||
+	    (cfg->nmerge == 0 && run_check_inputs(cfg) != 0))   /* a merge may need none */
 		goto refused;
 	if (cfg->nmerge == 0 && w->abi_version >= 3 && w->plan)
 		plan = w->plan(cfg->wargc, cfg->wargv);

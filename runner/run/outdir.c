@@ -112,10 +112,40 @@ static int probe_writable(int dirfd)
 	return 0;
 }
 
-/* A direct run's output directory: created by name, then opened once.
- * Run as root, a directory another user owns is refused: that user could
- * swap what it holds while root writes there.  Returns the descriptor, or
- * -1 after a message. */
+/* The run's two refusals of an output directory, with their messages:
+ * one that is a link (or no directory), and, run as root, one another
+ * user owns (that user could swap what it holds while root writes
+ * there).  Each returns 1 after its message, else 0. */
+static int refuse_not_a_directory(const char *dir)
+{
+	warnx_("output directory '%s' is a symbolic link or not a directory: "
+	       "give the directory itself", dir);
+	return 1;
+}
+
+static int refuse_foreign_owner(const char *dir, const struct stat *st)
+{
+	if (geteuid() != 0 || st->st_uid == 0)
+		return 0;
+	warnx_("output directory '%s' belongs to uid %ld: refusing to write there as root "
+	       "(run as its owner, or give a directory root owns)", dir, (long)st->st_uid);
+	return 1;
+}
+
+int outdir_check_existing(const char *dir)
+{
+	struct stat st;
+
+	if (lstat(dir, &st) != 0)
+		return 0;   /* it will be created, with its parents */
+	if (S_ISLNK(st.st_mode) || !S_ISDIR(st.st_mode))
+		return refuse_not_a_directory(dir) ? -1 : 0;
+	return refuse_foreign_owner(dir, &st) ? -1 : 0;
+}
+
+/* A direct run's output directory: created by name, then opened once, its
+ * last component not followed.  Returns the descriptor, or -1 after a
+ * message. */
 static int open_outdir(const char *dir)
 {
 	struct stat st;
@@ -127,15 +157,12 @@ static int open_outdir(const char *dir)
 	}
 	if ((fd = open_dir_nofollow(dir)) < 0) {
 		if (errno == ELOOP || errno == ENOTDIR)
-			warnx_("output directory '%s' is a symbolic link or not a directory: "
-			       "give the directory itself", dir);
+			refuse_not_a_directory(dir);
 		else
 			warnx_("cannot open output directory '%s': %s", dir, strerror(errno));
 		return -1;
 	}
-	if (fstat(fd, &st) == 0 && geteuid() == 0 && st.st_uid != 0) {
-		warnx_("output directory '%s' belongs to uid %ld: refusing to write there as root "
-		       "(run as its owner, or give a directory root owns)", dir, (long)st.st_uid);
+	if (fstat(fd, &st) == 0 && refuse_foreign_owner(dir, &st)) {
 		close(fd);
 		return -1;
 	}

@@ -32,6 +32,12 @@ int outdir_check_reports(const struct batch *b, const struct sidefiles *files);
  */
 int outdir_make(void *ctx);
 
+/* What a run would refuse of `dir` as it is now, before creating anything
+ * (--dry-run): a link or no directory; run as root, one another user owns.
+ * A missing one passes (the run creates it).  Returns 0, or -1 after the
+ * run's message. */
+int outdir_check_existing(const char *dir);
+
 /*
  * Remove from the open directory `dirfd` (the caller's, kept open) the
  * temporary report files (".NAME.HOST.PID.TAG.tmp", or ".NAME.HOST.PID.tmp"

@@ -154,7 +154,7 @@ static int run_tasks(const struct run_config *cfg, struct batch *b, struct sidef
 	struct pool_stats stats;
 	size_t count = batch_count(b);
 
-	metrics.m.workers = cfg->mode == MODE_SERIAL || count == 0 ? 1 : run_choose_workers(cfg, count);
+	metrics.m.workers = 1;
 	if (count == 0 && cfg->mode != MODE_SERIAL) {
 		if (cfg->verbose)
 			warnx_("%s: no task to run%s", cfg->mode == MODE_OMP ? "omp" : "fork",
@@ -168,6 +168,7 @@ static int run_tasks(const struct run_config *cfg, struct batch *b, struct sidef
 		return serial_run(b);
 	}
 	size_t workers = run_choose_workers(cfg, count);
+	metrics.m.workers = workers;
 	if (cfg->mode == MODE_OMP) {
 		if (cfg->verbose)
 			warnx_("omp: %zu threads on %d CPUs", workers, cpu_count());
@@ -446,7 +447,7 @@ int run_stdout_written(void)
  * (a --resume refuses a changed input before an expensive setup), and
  * after it (their identities).  *used: the threads the setup itself ran
  * on (setup_threads_used()).  Returns 0 or -1 after a message. */
-static int setup_with_inputs(const struct run_config *cfg, struct batch *b, unsigned *used)
+int run_check_inputs(const struct run_config *cfg)
 {
 	char journal[4096];
 
@@ -456,6 +457,13 @@ static int setup_with_inputs(const struct run_config *cfg, struct batch *b, unsi
 	if (cfg->resume && cfg->joblog_path &&
 	    inputs_check_journal(cfg->workload,
 				 resume_journal_path(cfg->joblog_path, journal, sizeof journal)) != 0)
+		return -1;
+	return 0;
+}
+
+static int setup_with_inputs(const struct run_config *cfg, struct batch *b, unsigned *used)
+{
+	if (run_check_inputs(cfg) != 0)
 		return -1;
 	inputid_forget_reported();
 	b->state = cfg->workload->setup(cfg->wargc, cfg->wargv);

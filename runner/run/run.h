@@ -51,6 +51,11 @@ size_t run_choose_workers(const struct run_config *cfg, size_t ntasks);
 unsigned run_choose_setup_threads(const struct run_config *cfg);
 int run_check_side_files(const struct run_config *cfg, struct sidefiles *files);
 
+/* The input files before the setup: found, and for --resume unchanged
+ * since the journal (where, size, modification time; the content is
+ * compared after the setup).  Returns 0, or -1 after one line. */
+int run_check_inputs(const struct run_config *cfg);
+
 /* cowrun --dry-run: the plan of the run on stdout (the tasks, workers,
  * setup threads, memory, every file it would create or replace, what it
  * would refuse), without the setup and without writing anything.

@@ -746,12 +746,15 @@ static void master_step(void)
 static void write_pidfile(const char *path)
 {
 	char temp[PATH_MAX], text[32];
-
-	snprintf(temp, sizeof temp, "%s.%ld.tmp", path, (long)getpid());
-	int fd = open(temp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	int fd = temp_name_beside(temp, sizeof temp, path) == 0
+		? create_new_at(AT_FDCWD, temp, O_WRONLY, 0644) : -1;
 	int len = snprintf(text, sizeof text, "%ld\n", (long)getpid());
-	if (fd < 0 || write_all(fd, text, (size_t)len) != 0 || close(fd) != 0 ||
-	    rename(temp, path) != 0) {
+
+	if (fd < 0) {
+		logx("cannot write the pid file '%s': %s", path, strerror(errno));
+		return;   /* nothing of ours to remove: what is there is not */
+	}
+	if (write_all(fd, text, (size_t)len) != 0 || close(fd) != 0 || rename(temp, path) != 0) {
 		logx("cannot write the pid file '%s': %s", path, strerror(errno));
 		unlink(temp);
 	}

@@ -184,7 +184,7 @@ static int open_joblog(const char *arg, int fds[2])
 	resume_journal_path(arg, journal, sizeof journal);
 	fds[1] = -1;
 	fds[0] = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
-	if (fds[0] >= 0 && (fds[1] = open(journal, O_RDWR | O_CREAT | O_CLOEXEC, 0666)) >= 0)
+	if (fds[0] >= 0 && (fds[1] = open(journal, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0666)) >= 0)
 		return 0;
 	warnx_("submit: --joblog: cannot open '%s': %s", fds[0] < 0 ? path : journal,
 	       strerror(errno));

@@ -129,3 +129,31 @@ plant() {
 	run --separate-stderr cowrun -o "$D/theirs" average
 	[ "$status" -eq 0 ]
 }
+
+# Whatever happened, no server outlives its test (the pid file test's).
+teardown() {
+	if [ -n "${SERVE_DIR:-}" ]; then
+		pkill -KILL -f "serve --socket $SERVE_DIR/s" || true
+		wait || true
+		rm -rf "$SERVE_DIR"
+	fi
+}
+
+@test "symlinks: a link under the server's pid file's temporary name: not written through" {
+	local s
+	s=$(mktemp -d /tmp/cwl.XXXXXX)   # short: sun_path holds 108 bytes
+	SERVE_DIR=$s
+	plant "$s" "pid.$HOST.2.$ZERO_TAG.tmp"
+	# The master is pid 2 in the namespace; it is stopped by SIGTERM once
+	# its log says it listens.
+	unshare -pf --mount-proc env LD_PRELOAD="$ROOT/build/tests/fixed-random.so" \
+		"$REAPER" "$COWRUN" serve --socket "$s/s" --pidfile "$s/pid" selftest --tasks 2 \
+		2>"$s/log" &
+	local srv=$!
+	for _ in $(seq 400); do grep -q 'is ready' "$s/log" && break; sleep 0.05; done
+	grep -q "cannot write the pid file '$s/pid': File exists" "$s/log"
+	pkill -TERM -f "serve --socket $s/s" || true
+	wait "$srv" || true
+	victim_intact
+	[ ! -e "$s/pid" ]
+}
