@@ -20,13 +20,17 @@ setup() {
 	cp "$D/victim" "$D/victim.orig"
 }
 
-# predictable_run ARGS...: cowrun ARGS in a new pid namespace with zeroed
-# random parts, under the reaper.
-predictable_run() {
-	run --separate-stderr unshare -pf --mount-proc \
-		env LD_PRELOAD="$ROOT/build/tests/fixed-random.so" \
+# predictable ARGS...: cowrun ARGS in a new pid namespace with zeroed
+# random parts, under the reaper (ASan, under check-asan, told to accept
+# the shim loaded before it).
+predictable() {
+	unshare -pf --mount-proc env LD_PRELOAD="$ROOT/build/tests/fixed-random.so" \
 		ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" \
 		"$REAPER" "$COWRUN" "$@"
+}
+
+predictable_run() {
+	run --separate-stderr predictable "$@"
 }
 
 victim_intact() {
@@ -146,12 +150,10 @@ teardown() {
 	plant "$s" "pid.$HOST.2.$ZERO_TAG.tmp"
 	# The master is pid 2 in the namespace; it is stopped by SIGTERM once
 	# its log says it listens.
-	unshare -pf --mount-proc env LD_PRELOAD="$ROOT/build/tests/fixed-random.so" \
-		"$REAPER" "$COWRUN" serve --socket "$s/s" --pidfile "$s/pid" selftest --tasks 2 \
-		2>"$s/log" &
+	predictable serve --socket "$s/s" --pidfile "$s/pid" selftest --tasks 2 2>"$s/log" &
 	local srv=$!
 	for _ in $(seq 400); do grep -q 'is ready' "$s/log" && break; sleep 0.05; done
-	grep -q "cannot write the pid file '$s/pid': File exists" "$s/log"
+	grep -q "cannot write the pid file '$s/pid': File exists" "$s/log" || { cat "$s/log" >&2; false; }
 	pkill -TERM -f "serve --socket $s/s" || true
 	wait "$srv" || true
 	victim_intact
