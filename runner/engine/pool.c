@@ -55,6 +55,44 @@ size_t pool_max_workers(void)
 
 /* ---- setting up ---- */
 
+/* The area shared with the workers: anonymous, or a memfd when a standby
+ * may join (it was forked before the area existed), with a copy of the
+ * task list after the requeue list (the standby's copy of the parent
+ * never saw it).  Returns 0 or -1 with errno. */
+static int map_shared_area(struct pool *p)
+{
+	const struct batch *b = p->batch;
+	int fd = -1;
+
+	p->shared_fd = -1;
+	if (standby_fits(b)) {
+		if (b->selected) {
+			p->selected_off = p->shared_size;
+			p->shared_size += b->nselected * sizeof *b->selected;
+		}
+		fd = memfd_create("cowrun-pool", MFD_CLOEXEC);
+		if (fd >= 0 && ftruncate(fd, (off_t)p->shared_size) != 0) {
+			close(fd);
+			fd = -1;
+		}
+		if (fd < 0)
+			return -1;
+	}
+	p->shared_map = mmap(NULL, p->shared_size, PROT_READ | PROT_WRITE,
+			     fd >= 0 ? MAP_SHARED : MAP_SHARED | MAP_ANONYMOUS, fd, 0);
+	if (p->shared_map == MAP_FAILED) {
+		p->shared_map = NULL;
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	p->shared_fd = fd;
+	if (p->selected_off)
+		memcpy((char *)p->shared_map + p->selected_off, b->selected,
+		       b->nselected * sizeof *b->selected);
+	return 0;
+}
+
 static int pool_init(struct pool *p, struct batch *b, size_t workers,
 		     const struct pool_options *opt, struct pool_stats *stats)
 {
@@ -77,12 +115,9 @@ static int pool_init(struct pool *p, struct batch *b, size_t workers,
 	size_t slots_off = sizeof(struct shared_area);
 	size_t requeue_off = slots_off + workers * sizeof(struct shared_slot);
 	p->shared_size = requeue_off + p->requeue_cap * sizeof(uint64_t);
-	p->shared_map = mmap(NULL, p->shared_size, PROT_READ | PROT_WRITE,
-			     MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	if (p->shared_map == MAP_FAILED) {
-		p->shared_map = NULL;
+	p->reap_later = opt->reap_later;
+	if (map_shared_area(p) != 0)
 		return -1;
-	}
 	p->shared = p->shared_map;
 	p->shared_slots = (struct shared_slot *)((char *)p->shared_map + slots_off);
 	p->requeue = (uint64_t *)((char *)p->shared_map + requeue_off);
@@ -104,6 +139,8 @@ static void pool_free(struct pool *p)
 	free(p->retry_queued);
 	if (p->shared_map)
 		munmap(p->shared_map, p->shared_size);
+	if (p->shared_fd >= 0)
+		close(p->shared_fd);
 }
 
 /* Tasks not yet claimed by any worker. */
@@ -117,17 +154,18 @@ static uint64_t tasks_unclaimed(const struct pool *p)
 	return (next < count ? count - next : 0) + requeued;
 }
 
-/* Fork the worker for table slot i.  Returns 0 or -1 with errno. */
-static int spawn_worker(struct pool *p, size_t i)
+/* A worker for slot i on its result pipe `fds`: the standby if one fits
+ * (its fork paid before the batch), else a fork.  Returns its pid, or -1
+ * with errno; *took is the fork's duration. */
+static pid_t start_worker(struct pool *p, size_t i, const int fds[2], uint64_t *took)
 {
-	struct worker_slot *s = &p->slots[i];
-	int fds[2];
-
-	if (pipe2(fds, O_CLOEXEC) != 0)
-		return -1;
-	atomic_store(&p->shared_slots[i].current, NO_TASK);
-	atomic_store(&p->shared_slots[i].chunk_start, 0);
-	atomic_store(&p->shared_slots[i].chunk_end, 0);
+	if (p->shared_fd >= 0 && standby_fits(p->batch)) {
+		pid_t pid = standby_hand(p, i, fds[1], took);
+		if (pid > 0) {
+			p->stats->standby++;
+			return pid;
+		}
+	}
 	fflush(NULL); /* else buffered output would be written twice */
 	size_t threads = procstat_threads();
 	if (threads > p->stats->threads_at_fork)
@@ -135,7 +173,33 @@ static int spawn_worker(struct pool *p, size_t i)
 	uint64_t t0 = now_ns();
 	p->fork_started_ns = t0;
 	pid_t pid = fork();
-	uint64_t took = now_ns() - t0;
+	*took = now_ns() - t0;
+	if (pid == 0) {
+		close(fds[0]);
+		worker_main(p, i, fds[1]);
+	}
+	if (pid > 0) {
+		p->stats->forks++;
+		p->stats->fork_ns_total += *took;
+		if (*took > p->stats->fork_ns_max)
+			p->stats->fork_ns_max = *took;
+	}
+	return pid;
+}
+
+/* Start the worker for table slot i.  Returns 0 or -1 with errno. */
+static int spawn_worker(struct pool *p, size_t i)
+{
+	struct worker_slot *s = &p->slots[i];
+	uint64_t took = 0;
+	int fds[2];
+
+	if (pipe2(fds, O_CLOEXEC) != 0)
+		return -1;
+	atomic_store(&p->shared_slots[i].current, NO_TASK);
+	atomic_store(&p->shared_slots[i].chunk_start, 0);
+	atomic_store(&p->shared_slots[i].chunk_end, 0);
+	pid_t pid = start_worker(p, i, fds, &took);
 	if (pid < 0) {
 		int saved = errno;
 		close(fds[0]);
@@ -143,26 +207,18 @@ static int spawn_worker(struct pool *p, size_t i)
 		errno = saved;
 		return -1;
 	}
-	if (pid == 0) {
-		close(fds[0]);
-		worker_main(p, i, fds[1]);
-	}
 	/* Also here, so the group exists whichever process runs first. */
 	setpgid(pid, pid);
 	close(fds[1]);
 	s->state = SLOT_BUSY;
 	s->pid = pid;
 	s->fd = fds[0];
-	s->corrupt = s->has_timing = s->stopped_by_us = 0;
+	s->corrupt = s->has_timing = s->stopped_by_us = s->said_goodbye = 0;
 	s->timed_out_task = NO_TASK;
 	s->kill_at_ns = 0;
 	s->fork_ns = took;
 	s->reader.start = s->reader.end = 0;
 	p->live++;
-	p->stats->forks++;
-	p->stats->fork_ns_total += took;
-	if (took > p->stats->fork_ns_max)
-		p->stats->fork_ns_max = took;
 	return 0;
 }
 
@@ -333,6 +389,45 @@ static void worker_ended(struct pool *p, size_t i, int status)
 	p->live--;
 }
 
+/* Workers settled at their last frame and still exiting (reap_later). */
+static struct {
+	pid_t *pids;
+	size_t n, cap;
+} leaving;
+
+/* Worker i sent its last frame, and nothing can follow but its exit:
+ * settle it as a clean exit now, and leave the wait for that exit (its
+ * page tables' teardown: a third of a millisecond for a 1 GiB setup) to
+ * pool_reap_later().  A worker killed after its last frame had done all
+ * its work: nothing is lost by not looking. */
+static void worker_left(struct pool *p, size_t i)
+{
+	struct worker_slot *s = &p->slots[i];
+
+	if (leaving.n == leaving.cap) {
+		size_t cap = leaving.cap ? 2 * leaving.cap : 16;
+		pid_t *more = realloc(leaving.pids, cap * sizeof *more);
+		if (more == NULL)
+			return;   /* reaped at end of file, as without reap_later */
+		leaving.pids = more;
+		leaving.cap = cap;
+	}
+	leaving.pids[leaving.n++] = s->pid;
+	close(s->fd);
+	s->fd = -1;
+	worker_ended(p, i, 0);
+}
+
+void pool_reap_later(void)
+{
+	for (size_t i = 0; i < leaving.n; i++)
+		while (waitpid(leaving.pids[i], NULL, 0) < 0 && errno == EINTR)
+			;
+	free(leaving.pids);
+	leaving.pids = NULL;
+	leaving.n = leaving.cap = 0;
+}
+
 static void reap_worker(struct pool *p, size_t i)
 {
 	struct worker_slot *s = &p->slots[i];
@@ -385,6 +480,7 @@ static int keep_stats(struct pool *p, size_t i, const struct wire_frame *f)
 
 	if (f->length != sizeof ws)
 		return 1;
+	p->slots[i].said_goodbye = 1;   /* its last frame: it only exits now */
 	memcpy(&ws, f->payload, sizeof ws);
 	ws.fork_ns = p->slots[i].fork_ns;
 	ws.slot = i;
@@ -460,6 +556,8 @@ static int service_worker(struct pool *p, size_t i)
 		warnx_("worker %ld sent a corrupt result stream: stopping it", (long)s->pid);
 		s->corrupt = 1;
 		kill(s->pid, SIGKILL);
+	} else if (s->said_goodbye && p->reap_later && wire_reader_pending(&s->reader) == 0) {
+		worker_left(p, i);
 	}
 	return 0;
 }

@@ -25,6 +25,7 @@ enum {
 	WORKER_EXIT_NOMEM = 121,
 	WORKER_EXIT_ORPHAN = 122,  /* the parent died before the worker started */
 	WORKER_EXIT_FROZEN = 123,  /* a task wrote to the frozen setup arena */
+	WORKER_EXIT_STANDBY = 124, /* a standby could not take its place */
 };
 
 /* What one worker is doing.  Written by the worker, read by the parent
@@ -70,6 +71,7 @@ struct worker_slot {
 	int stopped_by_us;        /* killed for --halt now or a second signal */
 	int memfree_killed;       /* killed for --memfree: its task is requeued */
 	uint64_t fork_ns;         /* how long its fork() took */
+	int said_goodbye;         /* its last frame (WIRE_STATS) arrived */
 };
 
 struct pool {
@@ -80,6 +82,8 @@ struct pool {
 	size_t *poll_slot;
 	void *shared_map;
 	size_t shared_size;
+	int shared_fd;            /* the map's memfd when a standby may join; else -1 */
+	size_t selected_off;      /* there: a copy of the task list; 0: none */
 	struct shared_area *shared;
 	struct shared_slot *shared_slots;
 	uint64_t *requeue;        /* task indices, in the shared map */
@@ -95,11 +99,21 @@ struct pool {
 	size_t memfree;           /* --memfree bytes; 0: off */
 	uint64_t memory_seen_ns;  /* when the parent last looked */
 	int memfree_killing;      /* a worker killed for --memfree not reaped yet */
+	int reap_later;           /* opt->reap_later */
 	struct pool_stats *stats;
 };
 
 /* The child side of fork(): runs tasks until none are left, then _exits.
  * Never returns. */
 void worker_main(struct pool *p, size_t slot, int fd) __attribute__((noreturn));
+
+/* standby.c, the parent's side: whether this process holds a standby that
+ * fits batch b, and handing it slot i of p with `result_fd`, the write end
+ * of its result pipe (p's shared map must be a memfd, p->shared_fd).
+ * Returns the standby's pid (its fork's duration in *fork_ns), or -1 if
+ * it is gone (the caller forks instead); either way the standby is no
+ * longer this process's to hand. */
+int standby_fits(const struct batch *b);
+pid_t standby_hand(struct pool *p, size_t i, int result_fd, uint64_t *fork_ns);
 
 #endif

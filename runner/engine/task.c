@@ -132,6 +132,16 @@ void task_new_temp_tag(void)
 	random_tag(temp_tag);
 }
 
+const char *task_temp_tag(void)
+{
+	return temp_tag;
+}
+
+void task_set_temp_tag(const char *tag)
+{
+	snprintf(temp_tag, sizeof temp_tag, "%s", tag);
+}
+
 void task_report_paths(char *temp, char *final, size_t size, const char *name, long pid)
 {
 	snprintf(temp, size, ".%s.%s.%ld.%s.tmp", name, host_tag(), pid, temp_tag);

@@ -39,6 +39,11 @@ void task_init(struct cowrun_task *t, const struct cowrun_workload *w,
  * worker, so it can name a dead worker's temporary file. */
 void task_new_temp_tag(void);
 
+/* The tag as it is now (16 hex digits), and setting it to one a parent
+ * gave (a standby worker takes its batch's).  */
+const char *task_temp_tag(void);
+void task_set_temp_tag(const char *tag);
+
 /*
  * Run task k of `state`.  Returns 0 with the record in t->record /
  * t->record_len, or -1 with the reason in t->error; in both cases no

@@ -58,6 +58,8 @@ struct run_config {
 	const char *not_inputs[MAX_NOT_INPUTS]; /* --not-input OPTION, repeatable */
 	size_t nnot_inputs;
 	int clean;                /* --clean: remove stale reports */
+	int reap_later;           /* a served batch: the workers' exits are
+				   * reaped after the reply (pool_reap_later()) */
 	unsigned seen;            /* options that may be given once */
 	const struct cowrun_workload *workload;
 	int wargc;

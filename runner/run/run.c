@@ -175,17 +175,22 @@ static int run_tasks(const struct run_config *cfg, struct batch *b, struct sidef
 		return omp_run(b, workers);
 	}
 	/* A worker's Pss costs milliseconds to read: only when it is shown. */
-	struct pool_options opt = { (uint64_t)(cfg->timeout_s * 1e9), !cfg->no_freeze,
-				    cfg->verbose || cfg->stats_path || cfg->metrics_path,
-				    cfg->memfree };
+	struct pool_options opt = {
+		.timeout_ns = (uint64_t)(cfg->timeout_s * 1e9),
+		.catch_frozen_writes = !cfg->no_freeze,
+		.measure_memory = cfg->verbose || cfg->stats_path || cfg->metrics_path,
+		.memfree = cfg->memfree,
+		.reap_later = cfg->reap_later,
+	};
 	size_t setup_bytes = arena_used(setup_arena());
 	if (setup_bytes == 0)
 		setup_bytes = procstat_rss_bytes();
 	int rc = pool_run(b, workers, &opt, &stats);
 	if (cfg->verbose)
-		warnx_("fork: %zu workers on %d CPUs, %zu forks, fork() avg %.3f ms max %.3f ms, %zu worker deaths, "
-		       "threads at fork %zu",
+		warnx_("fork: %zu workers on %d CPUs, %zu forks%s, fork() avg %.3f ms max %.3f ms, "
+		       "%zu worker deaths, threads at fork %zu",
 		       stats.workers, cpu_count(), stats.forks,
+		       stats.standby ? " (and a standby forked ahead)" : "",
 		       stats.forks ? stats.fork_ns_total / 1e6 / (double)stats.forks : 0.0,
 		       stats.fork_ns_max / 1e6, stats.worker_deaths, stats.threads_at_fork);
 	if (report_worker_memory(cfg, files, &stats, setup_bytes) != 0 && rc == 0)

@@ -4,6 +4,7 @@
  */
 #define _GNU_SOURCE
 #include "guard.h"
+#include "engine/pool.h"
 #include "os/signals.h"
 #include "os/util.h"
 
@@ -59,6 +60,10 @@ static void maybe_release(const struct guarded *g)
 
 	if (!g->is_stdout || released || release_fd < 0)
 		return;
+	/* Workers that only exit, and a standby the batch did not take,
+	 * are not worth waiting for the client: gone now. */
+	pool_standby_drop();
+	pool_reap_later();
 	memset(&si, 0, sizeof si);
 	if (waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) == 0 || errno != ECHILD)
 		return;   /* a worker is still there */

@@ -6,6 +6,7 @@
  * client's output directory and joblog passed as descriptors.
  */
 #include "serve.h"
+#include "engine/pool.h"
 #include "engine/task.h"
 #include "os/util.h"
 #include "run/run.h"
@@ -101,11 +102,19 @@ static int served_run(void *ctx, const struct proto_request *rq, size_t workers,
 	b.outdir_by_fd = 1;
 	b.outdir_fd = files_in[0];
 	b.outdir_open = 1;
+	cfg.reap_later = 1;   /* leader_main() reaps them after its reply */
 	rc = run_batch(&cfg, &b, &files);
 	sidefiles_close(&files, &b, 0);
 	*complete = files.complete;
 	batch_free(&b);
 	return rc;
+}
+
+static int served_spare(void *ctx, const int *drop, size_t ndrop)
+{
+	const struct served *s = ctx;
+
+	return pool_standby_fork(s->b.workload, s->b.state, drop, ndrop);
 }
 
 /* The server's command line: side files are per batch (submit gives
@@ -138,6 +147,7 @@ int serve_workload(const struct serve_config *scfg, const struct run_config *cfg
 	served.cfg = *cfg;
 	signal(SIGXFSZ, SIG_IGN);
 	task_set_current_workload(served.cfg.workload->name);
-	const struct serve_hooks hooks = { served_setup, served_want, served_run, &served };
+	const struct serve_hooks hooks = { served_setup, served_want, served_run, served_spare,
+					   &served };
 	return serve_main(scfg, &hooks);
 }

@@ -15,6 +15,7 @@
 #define _GNU_SOURCE
 #include "serve_internal.h"
 #include "guard.h"
+#include "engine/pool.h"
 #include "os/signals.h"
 
 #include <errno.h>
@@ -51,6 +52,10 @@ leader_main(const struct serve_hooks *hooks, const struct proto_request *rq, siz
 	int rc = hooks->run(hooks->ctx, rq, workers, fds + 3, &complete);
 	fflush(NULL);
 	proto_reply(fds[0], PROTO_EXIT, rc, complete ? PROTO_COMPLETE : "");
+	/* The client has its answer: now the workers' exits, and a standby
+	 * the batch did not need. */
+	pool_standby_drop();
+	pool_reap_later();
 	_exit(rc & 0xff);
 }
 
@@ -109,8 +114,10 @@ spare_main(const struct serve_hooks *hooks, int chan, int release_fd, const char
 	close(chan);
 	if (n <= (long)sizeof workers ||
 	    proto_decode_request(buf + sizeof workers, (size_t)n - sizeof workers, &rq, &why) != 0 ||
-	    leader_place_fds(&rq, got, nfds, fds) != 0)
+	    leader_place_fds(&rq, got, nfds, fds) != 0) {
+		pool_standby_drop();
 		_exit(0);
+	}
 	memcpy(&workers, buf, sizeof workers);
 	prctl(PR_SET_NAME, comm);
 	leader_main(hooks, &rq, workers, fds, release_fd);
@@ -144,6 +151,12 @@ pid_t leader_spare_start(const struct serve_hooks *hooks, int release_fd, int *c
 	prctl(PR_SET_NAME, "cowrun-spare");
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
 		_exit(0);
+	/* The signals as a leader sets them, before its standby worker
+	 * inherits them (it would from the leader). */
+	signal(SIGCHLD, SIG_DFL);
+	signal(SIGPIPE, SIG_IGN);
+	const int drop[] = { sv[1], release_fd };
+	(void)hooks->spare(hooks->ctx, drop, sizeof drop / sizeof drop[0]);
 	spare_main(hooks, sv[1], release_fd, comm);
 }
 

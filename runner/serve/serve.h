@@ -62,6 +62,10 @@ struct serve_hooks {
 	 * whole (the saved results committed).  Returns the exit status. */
 	int (*run)(void *ctx, const struct proto_request *rq, size_t workers, const int files[6],
 		   int *complete);
+	/* In a spare leader, before its request: fork its batch's first
+	 * worker in advance (pool_standby_fork()), closing there the ndrop
+	 * descriptors in drop.  0, or -1 (the batch will fork it). */
+	int (*spare)(void *ctx, const int *drop, size_t ndrop);
 	void *ctx;
 };
 

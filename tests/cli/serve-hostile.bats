@@ -356,7 +356,9 @@ PY
 
 # max_workers_seen MASTER SECONDS: sample the processes three levels
 # below MASTER (master, generation, leader, worker) every 10 ms; print
-# the most seen alive at once, and the number of samples.
+# the most seen alive at once, and the number of samples.  A spare
+# leader's standby (named cowrun-standby until its batch takes it) runs
+# nothing: not a worker yet.
 max_workers_seen() {
 	python3 - "$1" "$2" <<'PY'
 import os, sys, time
@@ -370,6 +372,8 @@ while time.time() < end:
                 with open(f"/proc/{p}/stat") as f:
                     s = f.read()
             except OSError:
+                continue
+            if s[s.index("(") + 1:s.rindex(")")] == "cowrun-standby":
                 continue
             rest = s[s.rindex(")") + 2:].split()
             state[int(p)], parent[int(p)] = rest[0], int(rest[1])
