@@ -65,6 +65,7 @@ static struct generation_state {
 	struct spare spares[SPARE_LEADERS];
 	int release[2];          /* leaders stuck on output write their pid */
 	int retiring;
+	size_t ntasks;           /* the setup's task count */
 } G;
 
 static void note(int kind, pid_t pid, pid_t client, size_t workers, uint32_t ticket,
@@ -78,6 +79,7 @@ static void note(int kind, pid_t pid, pid_t client, size_t workers, uint32_t tic
 	n.client_pid = client;
 	n.workers = (int32_t)workers;
 	n.ticket = ticket;
+	n.ntasks = G.ntasks;
 	snprintf(n.text, sizeof n.text, "%s", text ? text : "");
 	size_t len = offsetof(struct gen_note, text) + strlen(n.text) + 1;
 	if (G.chan >= 0 && send(G.chan, &n, len, MSG_NOSIGNAL) < 0 && errno != EAGAIN) {
@@ -225,39 +227,38 @@ static struct queued *queue_slot(void)
 	return NULL;
 }
 
-/* A run request with its descriptors: ask the master for its workers, or
- * start it at once if it runs no task. */
-static void queue_request(const unsigned char *buf, size_t n, const int *fds, size_t nfds)
+/* A run request with its descriptors, as the master passed it on (head):
+ * start it at once if its workers were granted with it or it runs no
+ * task, else ask the master for them.  Workers granted to a request that
+ * cannot be taken are given back. */
+static void queue_request(const struct gen_passed *head, const unsigned char *buf, size_t n,
+			  const int *fds, size_t nfds)
 {
 	struct queued *q = queue_slot();
 	struct ucred cred = { 0, 0, 0 };
 	socklen_t len = sizeof cred;
 	const char *why;
 
-	if (q == NULL) {
-		if (nfds > 0)
-			proto_reply(fds[0], PROTO_ERROR, 255, "server busy: too many requests waiting");
-		for (size_t i = 0; i < nfds; i++)
-			close(fds[i]);
-		return;
-	}
-	memset(q, 0, sizeof *q);
-	if (proto_decode_request(buf, n, &q->rq, &why) != 0 ||
+	if (q == NULL && nfds > 0)
+		proto_reply(fds[0], PROTO_ERROR, 255, "server busy: too many requests waiting");
+	if (q != NULL)
+		memset(q, 0, sizeof *q);
+	if (q == NULL || proto_decode_request(buf, n, &q->rq, &why) != 0 ||
 	    leader_place_fds(&q->rq, fds, nfds, q->fds) != 0) {
 		for (size_t i = 0; i < nfds; i++)
 			close(fds[i]);
+		if (head->granted > 0)
+			note(NOTE_FREE, 0, 0, head->granted, 0, NULL);
 		return;
 	}
 	getsockopt(q->fds[0], SOL_SOCKET, SO_PEERCRED, &cred, &len);
 	q->used = 1;
 	q->ticket = ++G.next_ticket;
 	q->client = cred.pid;
-	q->want = G.hooks->want_workers(G.hooks->ctx, &q->rq);
-	if (q->want > G.max_workers)
-		q->want = G.max_workers;
+	q->want = head->want < G.max_workers ? (size_t)head->want : G.max_workers;
 	G.nqueued++;
-	if (q->want == 0)
-		start_leader(q, 0);
+	if (head->granted > 0 || q->want == 0)
+		start_leader(q, head->granted);
 	else
 		note(NOTE_WANT, 0, q->client, q->want, q->ticket, NULL);
 }
@@ -265,7 +266,7 @@ static void queue_request(const unsigned char *buf, size_t n, const int *fds, si
 /* A message from the master: a request, a grant, or retire. */
 static void read_chan(void)
 {
-	unsigned char buf[PROTO_MSG_MAX];
+	unsigned char buf[sizeof(struct gen_passed) + PROTO_MSG_MAX];
 	int fds[PROTO_FDS_MAX];
 	size_t nfds;
 	long n = proto_recv(G.chan, buf, sizeof buf, fds, &nfds);
@@ -282,8 +283,14 @@ static void read_chan(void)
 	else if (n == (long)sizeof gr && memcmp(buf, GRANT_MAGIC, 4) == 0) {
 		memcpy(&gr, buf, sizeof gr);
 		granted(&gr);
-	} else
-		queue_request(buf, (size_t)n, fds, nfds);
+	} else if (n >= (long)sizeof(struct gen_passed) && memcmp(buf, PASSED_MAGIC, 4) == 0) {
+		struct gen_passed head;
+		memcpy(&head, buf, sizeof head);
+		queue_request(&head, buf + sizeof head, (size_t)n - sizeof head, fds, nfds);
+	} else {
+		for (size_t i = 0; i < nfds; i++)
+			close(fds[i]);
+	}
 }
 
 /* Waiting requests whose client went away: withdrawn. */
@@ -377,7 +384,7 @@ static int run_setup(char *why, size_t size)
 	fflush(stderr);
 	if (mem >= 0 && saved >= 0)
 		dup2(mem, STDERR_FILENO);
-	int rc = G.hooks->setup(G.hooks->ctx);
+	int rc = G.hooks->setup(G.hooks->ctx, &G.ntasks);
 	fflush(NULL);
 	why[0] = '\0';
 	if (mem >= 0 && saved >= 0) {

@@ -22,12 +22,14 @@ static struct served {
 	struct batch b;
 } served;
 
-static int served_setup(void *ctx)
+static int served_setup(void *ctx, size_t *ntasks)
 {
 	struct served *s = ctx;
 	uint64_t t0;
+	int rc = run_setup(&s->cfg, &s->b, &t0);
 
-	return run_setup(&s->cfg, &s->b, &t0);
+	*ntasks = s->b.ntasks;
+	return rc;
 }
 
 /* A request's options over the server's own, checked as if they were on
@@ -45,16 +47,16 @@ static int apply_request(struct run_config *cfg, const struct proto_request *rq)
 	return run_config_check(cfg) != 0 ? EXIT_USAGE : 0;
 }
 
-static size_t served_want(void *ctx, const struct proto_request *rq)
+static size_t served_want(void *ctx, const struct proto_request *rq, size_t ntasks)
 {
-	struct served *s = ctx;
+	const struct served *s = ctx;
 	struct run_config cfg = s->cfg;
-	size_t *selected = NULL, count = s->b.ntasks;
+	size_t *selected = NULL, count = ntasks;
 
 	if (apply_request(&cfg, rq) != 0)
 		return 1;   /* its leader says why */
 	if (selection_active(&cfg.selection)) {
-		if (selection_resolve(&cfg.selection, s->b.ntasks, &selected, &count) != 0)
+		if (selection_resolve(&cfg.selection, ntasks, &selected, &count) != 0)
 			return 1;
 		free(selected);
 	}

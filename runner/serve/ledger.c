@@ -35,6 +35,17 @@ int ledger_want(int gen, uint32_t ticket, size_t want)
 	return 0;
 }
 
+size_t ledger_take_now(int gen, size_t want)
+{
+	if (gen < 0 || gen >= LEDGER_GENS || L.nwants > 0 || L.in_use >= L.cap || want == 0)
+		return 0;
+	size_t free = L.cap - L.in_use, got = want < free ? want : free;
+
+	L.in_use += got;
+	L.held[gen] += got;
+	return got;
+}
+
 static void drop_want(size_t i)
 {
 	memmove(&L.wants[i], &L.wants[i + 1], (L.nwants - i - 1) * sizeof L.wants[0]);

@@ -30,6 +30,12 @@ void ledger_init(size_t cap);
  * 1).  Returns 0, or -1 when the list is full (nothing recorded). */
 int ledger_want(int gen, uint32_t ticket, size_t want);
 
+/* A batch of generation `gen` that wants up to `want` workers, granted
+ * at once if no batch waits before it and some are free: returns how
+ * many it holds now (counted as held by gen), or 0 (then ask with
+ * ledger_want(), in turn). */
+size_t ledger_take_now(int gen, size_t want);
+
 /* The batch no longer waits (its client went away).  Returns 1 if it was
  * waiting, 0 if not (granted already, or unknown). */
 int ledger_withdraw(int gen, uint32_t ticket);

@@ -57,6 +57,7 @@ struct generation {
 	int failed;              /* its setup's failure was told */
 	struct running run[MAX_RUNNING];
 	size_t nrun;
+	size_t ntasks;           /* its setup's task count, once ready */
 };
 
 struct pending {
@@ -201,7 +202,8 @@ static int start_generation(int reload_conn)
 		fork_failed(reload_conn, "cannot fork a generation");
 		return -1;
 	}
-	*g = (struct generation){ GEN_LOADING, id, pid, sv[0], reload_conn, 0, { { 0, 0, 0 } }, 0 };
+	*g = (struct generation){ .state = GEN_LOADING, .id = id, .pid = pid, .chan = sv[0],
+				  .reload_conn = reload_conn };
 	logx("generation %u (pid %ld): setup started", id, (long)pid);
 	return 0;
 }
@@ -336,8 +338,10 @@ static int read_note(struct generation *g)
 		return 1;
 	note.text[n - offsetof(struct gen_note, text) - 1 < sizeof note.text
 		  ? n - offsetof(struct gen_note, text) - 1 : sizeof note.text - 1] = '\0';
-	if (note.kind == NOTE_READY && g->state == GEN_LOADING)
+	if (note.kind == NOTE_READY && g->state == GEN_LOADING) {
+		g->ntasks = (size_t)note.ntasks;
 		generation_ready(g);
+	}
 	else if (note.kind == NOTE_FAILED && g->state == GEN_LOADING)
 		generation_failed(g, note.text);
 	else
@@ -540,19 +544,32 @@ static const char *check_run_fds(const struct proto_request *rq, const int *fds,
 	return NULL;
 }
 
-/* Forward a run request with its descriptors to the current generation. */
-static const char *forward(int conn, const unsigned char *buf, size_t len, const int *fds,
-			   size_t nfds)
+/* Forward a run request with its descriptors to the current generation,
+ * with the workers its batch wants and, if they are free and no batch
+ * waits before it, granted at once: the generation starts it without
+ * asking (two messages fewer before a client's batch starts). */
+static const char *forward(int conn, const struct proto_request *rq, const unsigned char *buf,
+			   size_t len, const int *fds, size_t nfds)
 {
 	struct generation *g = current();
 	int all[PROTO_FDS_MAX] = { conn };
+	unsigned char msg[sizeof(struct gen_passed) + PROTO_MSG_MAX];
+	struct gen_passed head = { PASSED_MAGIC, 0, 0 };
 
 	memcpy(all + 1, fds, nfds * sizeof *fds);
 	if (g == NULL || g->chan < 0)
 		return "no generation is ready (see the server's log)";
-	if (proto_send(g->chan, buf, len, all, nfds + 1) != 0)
+	head.want = M.hooks->want_workers(M.hooks->ctx, rq, g->ntasks);
+	if (head.want > ledger_cap())
+		head.want = ledger_cap();
+	head.granted = (uint32_t)ledger_take_now(gen_index(g), (size_t)head.want);
+	memcpy(msg, &head, sizeof head);
+	memcpy(msg + sizeof head, buf, len);
+	if (proto_send(g->chan, msg, sizeof head + len, all, nfds + 1) != 0) {
+		ledger_free(gen_index(g), head.granted);
 		return errno == EAGAIN ? "server busy: the generation is not keeping up"
 				       : "cannot pass the request to the generation";
+	}
 	M.requests++;
 	return NULL;
 }
@@ -575,7 +592,7 @@ static int answer(int conn, const struct proto_request *rq, const unsigned char 
 		start_generation(conn);
 		return -1;
 	}
-	why = forward(conn, buf, n, fds, nfds);
+	why = forward(conn, rq, buf, n, fds, nfds);
 	if (why)
 		reply_and_close(conn, PROTO_ERROR, 255, why);
 	return why ? -1 : conn;

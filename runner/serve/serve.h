@@ -46,12 +46,13 @@ struct serve_config {
 };
 
 struct serve_hooks {
-	/* In a new generation: the workload's setup.  0, or -1 after a
-	 * message on standard error. */
-	int (*setup)(void *ctx);
-	/* In the generation: the workers a request's batch would use at
-	 * most (its -j, its task count); 0 if it runs none. */
-	size_t (*want_workers)(void *ctx, const struct proto_request *rq);
+	/* In a new generation: the workload's setup; *ntasks its task
+	 * count.  0, or -1 after a message on standard error. */
+	int (*setup)(void *ctx, size_t *ntasks);
+	/* In the master: the workers a request's batch would use at most
+	 * (its -j, its task count) with a setup of ntasks tasks; 0 if it
+	 * runs none. */
+	size_t (*want_workers)(void *ctx, const struct proto_request *rq, size_t ntasks);
 	/* In the leader: run the batch with at most `workers` workers;
 	 * files[0] is the client's output directory (kept open), files[1]
 	 * and files[2] its joblog and journal (-1 without --joblog),

@@ -25,11 +25,23 @@ struct gen_note {
 	int32_t client_pid;
 	int32_t workers;         /* WANT: wanted; START: granted; FREE/END: given back */
 	uint32_t ticket;         /* WANT/WITHDRAW: the generation's name for the batch */
+	uint64_t ntasks;         /* READY: the setup's task count */
 	char text[2048];         /* NOTE_FAILED: the setup's messages */
 };
 
 /* The master tells a generation to finish its batches and exit. */
 #define RETIRE_MESSAGE "BYE!"
+
+/* A run request as the master passes it on: the workers its batch wants
+ * (the master reckons them: want_workers()) and those granted at once
+ * (0: none free, or batches wait before it: the generation asks), then
+ * the request as the client sent it. */
+#define PASSED_MAGIC "PASS"
+struct gen_passed {
+	char magic[4];
+	uint32_t granted;
+	uint64_t want;
+};
 
 /* The master grants a waiting batch its workers. */
 #define GRANT_MAGIC "GRNT"

@@ -2,7 +2,8 @@
  * test_ledger.c - unit tests for runner/serve/ledger.c, the server-wide
  * count of workers: grants in arrival order across generations, never
  * past the cap; what is given back is granted again; a withdrawn want is
- * never granted; a generation that goes frees what it held.
+ * never granted; a generation that goes frees what it held; workers
+ * taken at once only when free and no batch waits before.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -74,11 +75,33 @@ static void test_withdraw_and_forget(void **unused)
 	assert_int_equal(ledger_want(-1, 1, 1), -1);
 }
 
+/* Taken at once: only what is free, never before a batch that waits,
+ * and held like a grant (given back the same way). */
+static void test_take_now(void **unused)
+{
+	(void)unused;
+	ledger_init(3);
+	assert_int_equal(ledger_take_now(0, 2), 2);
+	assert_int_equal(ledger_take_now(1, 5), 1);   /* what is left */
+	assert_int_equal(ledger_take_now(0, 1), 0);   /* nothing free */
+	assert_int_equal(ledger_in_use(), 3);
+	assert_int_equal(ledger_want(0, 7, 2), 0);
+	ledger_free(1, 1);
+	assert_int_equal(ledger_take_now(1, 1), 0);   /* batch 7 waits first */
+	expect_grant(0, 7, 1);
+	ledger_forget(0);                             /* gen 0's 2 + 1 freed */
+	assert_int_equal(ledger_in_use(), 0);
+	assert_int_equal(ledger_take_now(1, 0), 0);   /* a batch that wants none */
+	assert_int_equal(ledger_take_now(1, 3), 3);
+	assert_int_equal(ledger_in_use(), 3);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_cap_across_generations),
 		cmocka_unit_test(test_withdraw_and_forget),
+		cmocka_unit_test(test_take_now),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
