@@ -7,7 +7,8 @@
  *               a peer whose uid may not at once, reads and checks each
  *               request within a deadline, answers status and reload
  *               requests itself, and passes a run request with its
- *               descriptors to the current generation.  Grants every
+ *               descriptors to the current generation, with its workers
+ *               granted at once when they are free.  Grants every
  *               batch its workers: at most --max-workers across the whole
  *               server, every generation's batches together (ledger.h).
  *               Replaces a lost generation.  Never runs a setup.
@@ -17,7 +18,9 @@
  *               went away gets none).  A reload starts a new one; the old
  *               one exits once its batches have ended.
  *   leader      one request's batch: today's fork-mode batch (the hooks'
- *               run()), writing to the client's standard output and error
+ *               run()), its first worker a standby forked in advance
+ *               (pool.h; the leader itself a spare forked in advance),
+ *               writing to the client's standard output and error
  *               (never blocked for good: guard.h) and its output
  *               directory, passed as descriptors; then the exit status to
  *               the client.  A client that goes away cancels its batch.

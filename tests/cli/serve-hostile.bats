@@ -466,6 +466,68 @@ spares() {
 	[ "$status" -eq 0 ]
 }
 
+# standbys GEN: the pids of the standby workers of GEN's spares.
+standbys() {
+	local sp
+	for sp in $(spares "$1"); do
+		ps --ppid "$sp" -o pid=,comm= | awk '$2 == "cowrun-standby" { print $1 }'
+	done | sort
+}
+
+# stats_pids FILE: the worker pids of a --stats file.
+stats_pids() {
+	grep -v '^#' "$1" | tail -n +2 | cut -d, -f2 | sort
+}
+
+@test "standby workers: one per spare, forked in advance, the batch's first worker, as the client; one killed while it waits leaves the batch to fork; none outlives its spare" {
+	mkdir -m 777 "$D/o"
+	start_server -j 2 selftest --tasks 6 --report-bytes 10
+	gen=$(gen_pid ready)
+	wait_for 10 "two standbys" eval '[ "$(standbys "$gen" | wc -l)" -eq 2 ]'
+	before=$(standbys "$gen")
+	# The batch's slot 0 is a standby that was waiting; the other forked.
+	submit -o "$D/a" --stats "$D/a.csv" >"$D/a.out" 2>"$D/a.err"
+	"$COWRUN" -j 2 -o "$D/direct" selftest --tasks 6 --report-bytes 10 >"$D/direct.out"
+	cmp "$D/a.out" "$D/direct.out"
+	[ ! -s "$D/a.err" ]
+	diff -r "$D/a" "$D/direct"
+	slot0=$(grep '^0,' "$D/a.csv" | cut -d, -f2)
+	grep -qx "$slot0" <<<"$before"
+	[ "$(stats_pids "$D/a.csv" | wc -l)" -eq 2 ]
+	# As another user, the standby is that user: the reports it wrote are.
+	nobody=$(id -u nobody)
+	if [ "$(id -u)" -eq 0 ]; then
+		wait_for 10 "two standbys" eval '[ "$(standbys "$gen" | wc -l)" -eq 2 ]'
+		stop_server
+		chmod 711 "$D"
+		start_server --allow-uid "$nobody" --socket-mode 0666 -j 1 selftest --tasks 6 --report-bytes 10
+		gen=$(gen_pid ready)
+		wait_for 10 "two standbys" eval '[ "$(standbys "$gen" | wc -l)" -eq 2 ]'
+		setpriv --reuid "$nobody" --regid "$nobody" --clear-groups \
+			"$COWRUN" submit --socket "$S" -o "$D/o/n" --tasks 2 >/dev/null
+		[ "$(stat -c %u "$D/o/n/task-000002")" -eq "$nobody" ]
+	fi
+	# Standbys killed while they wait: the next batch forks its workers,
+	# and says nothing of it.
+	wait_for 10 "two standbys" eval '[ "$(standbys "$gen" | wc -l)" -eq 2 ]'
+	victims=$(standbys "$gen")
+	kill -KILL $victims
+	for v in $victims; do wait_for 10 "standby $v gone" eval '! ps -p "$v" -o stat= | grep -qv Z'; done
+	submit -o "$D/b" --stats "$D/b.csv" --tasks 0-5 >"$D/b.out" 2>"$D/b.err"
+	[ ! -s "$D/b.err" ]
+	grep -q "tasks 6 of 6 merged" "$D/b.out"
+	for v in $victims; do ! grep -qx "$v" <(stats_pids "$D/b.csv"); done
+	# A reload: the old spares' standbys end with them.
+	old=$(standbys "$gen")
+	submit --reload >/dev/null
+	wait_for 30 "the old generation gone" eval '! kill -0 "$gen" 2>/dev/null'
+	for p in $old; do
+		wait_for 10 "standby $p gone" eval '! kill -0 "$p" 2>/dev/null'
+	done
+	stop_server
+	[ "$status" -eq 0 ]
+}
+
 @test "a lost generation is replaced, retried with a back-off while its setup fails; the server that gives up exits 254" {
 	echo one >"$D/in"
 	start_server selftest --tasks 2 --input "$D/in"

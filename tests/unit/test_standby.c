@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -48,10 +49,16 @@ static void task_name(const void *state, size_t k, char *buf, size_t size)
 	snprintf(buf, size, "t%zu", k);
 }
 
+/* How many times each task ran, in any process (MAP_SHARED, made before
+ * any fork). */
+static _Atomic int *runs;
+
 /* Task k sends base + k and the pid it ran in. */
 static int run(const void *state, size_t k, struct cowrun_task *task)
 {
 	const struct state *s = state;
+
+	runs[k]++;
 	uint64_t rec[2] = { s->base + k, (uint64_t)getpid() };
 
 	return cowrun_emit(task, rec, sizeof rec);
@@ -152,6 +159,13 @@ static void reset(uint64_t base)
 {
 	memset(&st, 0, sizeof st);
 	st.base = base;
+	if (runs == NULL) {
+		runs = mmap(NULL, NTASKS * sizeof *runs, PROT_READ | PROT_WRITE,
+			    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+		assert_true(runs != MAP_FAILED);
+	}
+	for (size_t k = 0; k < NTASKS; k++)
+		runs[k] = 0;
 }
 
 /* The standby runs the selected tasks, and only them, with the setup it
@@ -182,6 +196,7 @@ static void test_standby_runs_the_selection(void **unused)
 	for (size_t k = 0; k < NTASKS; k++) {
 		int chosen = k == 3 || k == 4 || k == 5 || k == 17 || k == 39;
 		assert_int_equal(st.merged[k], chosen);
+		assert_int_equal(runs[k], chosen);   /* run once, and only if chosen */
 	}
 	free(stats.per_worker);
 	assert_no_child();
