@@ -7,8 +7,10 @@
  * through them.  Once the batch's reply says its side files are whole,
  * submit names each temporary file with its final name itself; otherwise
  * (a failed or interrupted batch, an error, the server gone, submit
- * killed) they go: a final name holds a complete file or nothing.  It
- * exits with the batch's status, as cowrun would.  See serve.h.
+ * killed) they go: a final name holds a complete file or nothing.  The
+ * request says which side files lie in the output directory, for the
+ * batch to refuse one under a report's name.  It exits with the batch's
+ * status, as cowrun would.  See serve.h.
  */
 #define _GNU_SOURCE
 #include "serve.h"
@@ -30,6 +32,8 @@
 #include <unistd.h>
 
 enum { EXIT_LOST = 254, EXIT_BAD = 255 };
+
+_Static_assert(SIDEFILES_IN_OUTDIR_MAX <= PROTO_FIELD_MAX, "PF_IN_OUTDIR always fits");
 
 static void submit_usage(void)
 {
@@ -202,10 +206,15 @@ static int open_joblog(const char *arg, int fds[2])
 	return -1;
 }
 
-/* The side files as a direct run checks them (none a directory, no two
- * naming one file), and none that is renamed into place a device, a pipe
- * or a socket.  Returns 0 or -1 after a message. */
-static int check_side_files(const struct proto_request *rq)
+/* A run request's side files as a direct run checks them (none a
+ * directory, no two naming one file), none that is renamed into place a
+ * device, a pipe or a socket; and which of them lie in the output
+ * directory (PF_IN_OUTDIR), found here, where their names and the output
+ * directory's mean what the user meant: the server, which knows the task
+ * names, refuses one under a report's name.  It takes this client's word
+ * for it: a client that lies only lets a report overwrite its own file.
+ * Touches no file.  Returns 0 or -1 after a message. */
+static int check_side_files(struct proto_request *rq)
 {
 	const struct sidefiles_paths paths = {
 		.save = (rq->present & (1u << PF_SAVE)) ? rq->field[PF_SAVE] : NULL,
@@ -214,6 +223,7 @@ static int check_side_files(const struct proto_request *rq)
 		.stats = (rq->present & (1u << PF_STATS)) ? rq->field[PF_STATS] : NULL,
 	};
 	struct sidefiles files;
+	char names[SIDEFILES_IN_OUTDIR_MAX];
 	struct stat st;
 
 	sidefiles_init(&files, &paths);
@@ -223,7 +233,10 @@ static int check_side_files(const struct proto_request *rq)
 		warnx_("--stats: '%s' is not a regular file: it would be replaced", paths.stats);
 		return -1;
 	}
-	return 0;
+	if (!paths.save && !paths.timeline && !paths.joblog && !paths.stats)
+		return 0;
+	sidefiles_in_outdir(&files, rq->field[PF_OUTDIR], names, sizeof names);
+	return proto_set(rq, PF_IN_OUTDIR, names);   /* fits: the _Static_assert above */
 }
 
 /* Close the temporary files, removing those that have a name. */
@@ -376,10 +389,8 @@ static void catch_stops(void)
  * or -1 after a message (nothing left open or created). */
 static int open_run_files(struct submit_args *a, int *fds, size_t *nfds)
 {
-	const char *outdir = (a->rq.present & (1u << PF_OUTDIR)) ? a->rq.field[PF_OUTDIR] : "out";
-
 	*nfds = 2;
-	if (check_side_files(&a->rq) != 0 || (fds[2] = open_outdir(outdir)) < 0)
+	if ((fds[2] = open_outdir(a->rq.field[PF_OUTDIR])) < 0)
 		return -1;
 	*nfds = 3;
 	if ((a->rq.present & (1u << PF_JOBLOG)) && open_joblog(a->rq.field[PF_JOBLOG], fds + 3) == 0)
@@ -406,6 +417,12 @@ int submit_main(int argc, char **argv)
 	if (rc != 0)
 		return rc < 0 ? 0 : rc;
 	signal(SIGPIPE, SIG_IGN);
+	/* The output directory named in every run request: the batch's
+	 * messages name the client's, not the server's default. */
+	if (a.rq.type == PROTO_RUN && !(a.rq.present & (1u << PF_OUTDIR)))
+		proto_set(&a.rq, PF_OUTDIR, "out");
+	if (a.rq.type == PROTO_RUN && check_side_files(&a.rq) != 0)
+		return EXIT_BAD;
 	long len = proto_encode_request(&a.rq, buf, sizeof buf);
 	if (len < 0) {
 		warnx_("submit: the request is too long");

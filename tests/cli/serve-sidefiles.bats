@@ -3,10 +3,11 @@
 # --stats created by the client as temporary files (unnamed, O_TMPFILE;
 # named beside the final name where the file system has no O_TMPFILE) and
 # given their final names by it once the batch completed, else dropped,
-# even when submit is killed by SIGKILL; --resume and --resume-failed
-# through the joblog and journal the client passed, the inputs checked as a
-# direct run checks them.  Every server runs under the reaper and is
-# stopped by its pid.
+# even when submit is killed by SIGKILL; one where a task's report goes
+# refused as a direct run refuses it; --resume and --resume-failed through
+# the joblog and journal the client passed, the inputs checked as a direct
+# run checks them.  Every server runs under the reaper and is stopped by
+# its pid.
 
 load serve-helpers
 
@@ -171,6 +172,47 @@ side_files_settle() {
 	[ "$(temps)" -eq 0 ]
 	[ ! -e y.res ]
 	[ ! -e y.st ]
+	stop_server
+	[ "$status" -eq 0 ]
+}
+
+@test "a served side file where a task's report goes is refused as a direct run refuses it" {
+	w=(selftest --tasks 3 --report-bytes 10)
+	# the server's own -o is no client's: messages name the client's
+	start_server -j 2 -o "$D/server-out" "${w[@]}"
+	cd "$D"
+	run -255 --separate-stderr submit -o rep --stats rep/task-000001
+	served=$stderr
+	[ "$served" = "cowrun: --stats: 'rep/task-000001' is the report file of task 'task-000001' in output directory 'rep'" ]
+	[ -z "$(ls -A rep)" ]   # no report, no temporary file
+	run -255 --separate-stderr cowrun -o rep --stats rep/task-000001 "${w[@]}"
+	[ "$stderr" = "$served" ]
+	# another spelling, through a link; the joblog stays as it was
+	echo old >rep/task-000002
+	ln -s rep lrep
+	run -255 --separate-stderr submit -o rep/ --joblog ./lrep/task-000002
+	served=$stderr
+	[[ "$served" == "cowrun: --joblog: './lrep/task-000002' is the report file of task 'task-000002' in output directory 'rep/'" ]]
+	run -255 --separate-stderr cowrun -o rep/ --joblog ./lrep/task-000002 "${w[@]}"
+	[ "$stderr" = "$served" ]
+	old_files rep/task-000002
+	[ ! -e rep/task-000000 ]
+	# the default output directory, out
+	run -255 --separate-stderr submit --save-results out/task-000000 --timeline t.csv
+	served=$stderr
+	run -255 --separate-stderr cowrun --save-results out/task-000000 --timeline t.csv "${w[@]}"
+	[ "$stderr" = "$served" ]
+	[ "$(echo "$served" | wc -l)" -eq 1 ]
+	[ -z "$(ls -A out)" ]
+	[ ! -e t.csv ]
+	[ "$(temps)" -eq 0 ]
+	# in -o under a name no task has: written
+	run submit -o rep --stats rep/summary --save-results lrep/s.res
+	[ "$status" -eq 0 ]
+	[ -s rep/summary ]
+	[ -s rep/s.res ]
+	[ -s rep/task-000000 ]
+	[ ! -e "$D/server-out" ]
 	stop_server
 	[ "$status" -eq 0 ]
 }
