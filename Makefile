@@ -172,7 +172,8 @@ deps:
 	else echo "deps: missing packages; run as root:"; \
 		echo "  apt-get install -y --no-install-recommends $$missing"; exit 1; fi
 
-unit: $(UNIT_BIN) build/tests/reaper build/tests/mkframe build/tests/fixed-random.so
+unit: $(UNIT_BIN) build/tests/reaper build/tests/mkframe build/tests/fixed-random.so \
+	build/tests/no-tmpfile.so
 
 test: deps all unit
 	@tests/run-all
@@ -278,6 +279,12 @@ build/tests/reaper: tests/helpers/reaper.c
 # fixed-random.so: getrandom() returning zeros (LD_PRELOAD), so that a test
 # can plant links under the names cowrun would pick (tests/cli/symlinks.bats).
 build/tests/fixed-random.so: tests/helpers/fixed-random.c
+	@mkdir -p $(@D)
+	$(CC) -std=gnu11 $(WARNINGS) -O2 -fPIC -shared -o $@ $<
+
+# no-tmpfile.so: open() refusing O_TMPFILE (LD_PRELOAD), as a file system
+# without it does, for submit's named temporaries (tests/cli/serve-sidefiles.bats).
+build/tests/no-tmpfile.so: tests/helpers/no-tmpfile.c
 	@mkdir -p $(@D)
 	$(CC) -std=gnu11 $(WARNINGS) -O2 -fPIC -shared -o $@ $<
 

@@ -325,6 +325,54 @@ int create_new_at(int dirfd, const char *path, int flags, mode_t mode)
 	return openat(dirfd, path, flags | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
 }
 
+/* The directory a path's last name is in: "a/b" -> "a", "b" -> ".",
+ * "/b" -> "/".  Returns 0, or -1 (ENAMETOOLONG). */
+static int directory_of(char *dir, size_t size, const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	size_t n = slash == NULL ? 1 : slash == path ? 1 : (size_t)(slash - path);
+
+	if (n >= size) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	memcpy(dir, slash == NULL ? "." : path, n);
+	dir[n] = '\0';
+	return 0;
+}
+
+int create_unnamed_beside(const char *path, int flags, mode_t mode)
+{
+	char dir[PATH_MAX];
+
+	if (directory_of(dir, sizeof dir, path) != 0)
+		return -1;
+	/* linkat(AT_EMPTY_PATH) needs CAP_DAC_READ_SEARCH; the /proc link
+	 * does not, but needs /proc. */
+	if (access("/proc/self/fd", X_OK) != 0) {
+		errno = EOPNOTSUPP;
+		return -1;
+	}
+	return open(dir, flags | O_TMPFILE | O_CLOEXEC, mode);
+}
+
+int name_unnamed(int fd, const char *path)
+{
+	char proc[64], temp[PATH_MAX];
+
+	snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
+	if (temp_name_beside(temp, sizeof temp, path) != 0 ||
+	    linkat(AT_FDCWD, proc, AT_FDCWD, temp, AT_SYMLINK_FOLLOW) != 0)
+		return -1;
+	if (rename(temp, path) != 0) {
+		int saved = errno;
+		unlink(temp);
+		errno = saved;
+		return -1;
+	}
+	return 0;
+}
+
 int open_dir_nofollow(const char *path)
 {
 	return open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);

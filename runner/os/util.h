@@ -72,6 +72,24 @@ int temp_name_beside(char *temp, size_t size, const char *path);
  * (the caller closes it), or -1 with errno (EEXIST: something is there). */
 int create_new_at(int dirfd, const char *path, int flags, mode_t mode);
 
+/* An unnamed regular file (O_TMPFILE) in the directory `path`'s last
+ * name is in, opened flags | O_TMPFILE | O_CLOEXEC (flags: O_WRONLY or
+ * O_RDWR; never O_EXCL, so it can be named), mode & ~umask: it has no
+ * name, so nothing is left of it if this process dies, even by SIGKILL.
+ * Returns the descriptor (the caller closes it), or -1 with errno:
+ * EOPNOTSUPP, EISDIR or EINVAL where the kernel or the file system has no
+ * O_TMPFILE, EOPNOTSUPP too without /proc (name_unnamed() could not name
+ * it): the caller then creates a named temporary instead. */
+int create_unnamed_beside(const char *path, int flags, mode_t mode);
+
+/* Give the unnamed file `fd` (create_unnamed_beside(path, ...)) the name
+ * `path`, replacing what is there in one step: linked through
+ * /proc/self/fd under a fresh temporary name beside it
+ * (temp_name_beside(): never through a link planted there, EEXIST), then
+ * renamed over `path`.  Returns 0, or -1 with errno (nothing left under
+ * the temporary name). */
+int name_unnamed(int fd, const char *path);
+
 /* CPUs this run may use, at least 1 (cpus.c): the smallest of the
  * affinity mask, the cgroup's CPU quota (rounded up) and
  * SLURM_CPUS_PER_TASK.  Counted once. */

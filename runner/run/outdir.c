@@ -87,10 +87,6 @@ int outdir_check_reports(const struct batch *b, const struct sidefiles *files)
 	struct name_list l = { check_task_names(b), b->ntasks };
 	if (l.names == NULL)
 		return -1;
-	if (b->outdir_by_fd) {   /* a served batch has no side file */
-		free_names(l.names, l.n);
-		return 0;
-	}
 	int rc = sidefiles_check_reports(files, b->outdir, is_task_name, &l);
 	free_names(l.names, l.n);
 	return rc;

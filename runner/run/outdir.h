@@ -13,8 +13,9 @@
 /*
  * Before anything is opened: every task's name is a file name (no '/',
  * not hidden, not empty) and no two are the same, and no side file lies
- * in b->outdir under one of them.  Nothing to check for a workload that
- * writes no reports.  Returns 0 or -1 after a message.
+ * in b->outdir under one of them (a served batch's: where its client
+ * says they lie, sidefiles_check_reports()).  Nothing to check for a
+ * workload that writes no reports.  Returns 0 or -1 after a message.
  */
 int outdir_check_reports(const struct batch *b, const struct sidefiles *files);
 

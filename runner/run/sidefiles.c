@@ -20,12 +20,14 @@
 #define SIDEFILES_MAX 5          /* save, timeline, joblog, journal, stats */
 #define LINK_DEPTH_MAX 40        /* symbolic links followed, as the kernel's */
 
-/* One side file as the checks see it: the option that named it, and
- * whether it is written under a temporary name and renamed over `path`. */
+/* One side file as the checks see it: the option that named it, whether
+ * it is written under a temporary name and renamed over `path`, and its
+ * place in sidefiles_in_outdir()'s text. */
 struct side_entry {
 	const char *option;
 	const char *path;
 	int renamed;
+	int slot;
 };
 
 /* What a side file is on disk: an existing file by its device and inode,
@@ -54,15 +56,15 @@ static size_t list_entries(const struct sidefiles *s, struct side_entry e[SIDEFI
 	size_t n = 0;
 
 	if (s->paths.save)
-		e[n++] = (struct side_entry){ "--save-results", s->paths.save, 1 };
+		e[n++] = (struct side_entry){ "--save-results", s->paths.save, 1, 0 };
 	if (s->paths.timeline)
-		e[n++] = (struct side_entry){ "--timeline", s->paths.timeline, 1 };
+		e[n++] = (struct side_entry){ "--timeline", s->paths.timeline, 1, 1 };
 	if (joblog) {
-		e[n++] = (struct side_entry){ "--joblog", joblog[0] == '+' ? joblog + 1 : joblog, 0 };
-		e[n++] = (struct side_entry){ "--joblog's journal", s->journal_path, 0 };
+		e[n++] = (struct side_entry){ "--joblog", joblog[0] == '+' ? joblog + 1 : joblog, 0, 2 };
+		e[n++] = (struct side_entry){ "--joblog's journal", s->journal_path, 0, 3 };
 	}
 	if (s->paths.stats)
-		e[n++] = (struct side_entry){ "--stats", s->paths.stats, 0 };
+		e[n++] = (struct side_entry){ "--stats", s->paths.stats, 0, 4 };
 	return n;
 }
 
@@ -217,23 +219,59 @@ int sidefiles_check(const struct sidefiles *s)
 	return 0;
 }
 
-int sidefiles_check_reports(const struct sidefiles *s, const char *outdir,
-			    int (*is_report)(void *ctx, const char *name), void *ctx)
+void sidefiles_in_outdir(const struct sidefiles *s, const char *outdir, char *text,
+			 size_t size)
 {
 	struct side_entry e[SIDEFILES_MAX];
 	char dir[PATH_MAX], file[PATH_MAX], in_dir[PATH_MAX];
+	char names[SIDEFILES_MAX][COWRUN_NAME_MAX] = { "", "", "", "", "" };
 	size_t n = list_entries(s, e);
 
 	canonical_path(outdir, dir, sizeof dir, 0);
 	for (size_t i = 0; i < n; i++) {
 		canonical_path(e[i].path, file, sizeof file, 0);
 		const char *slash = strrchr(file, '/');
-		if (slash == NULL || !is_report(ctx, slash + 1))
+		if (slash == NULL || strlen(slash + 1) >= COWRUN_NAME_MAX)
 			continue;
 		join_name(in_dir, sizeof in_dir, dir, slash + 1, strlen(slash + 1));
-		if (strcmp(in_dir, file) == 0) {
+		if (strcmp(in_dir, file) == 0)
+			snprintf(names[e[i].slot], sizeof names[0], "%s", slash + 1);
+	}
+	snprintf(text, size, "%s/%s/%s/%s/%s", names[0], names[1], names[2], names[3], names[4]);
+}
+
+/* The name in slot `slot` of sidefiles_in_outdir()'s text, into `name`:
+ * "" if empty, missing or too long for a task's name. */
+static void name_in_slot(const char *text, int slot, char name[COWRUN_NAME_MAX])
+{
+	for (; slot > 0 && text != NULL; slot--)
+		if ((text = strchr(text, '/')) != NULL)
+			text++;
+	size_t n = text ? strcspn(text, "/") : 0;
+
+	if (n >= COWRUN_NAME_MAX)
+		n = 0;
+	memcpy(name, text ? text : "", n);
+	name[n] = '\0';
+}
+
+int sidefiles_check_reports(const struct sidefiles *s, const char *outdir,
+			    int (*is_report)(void *ctx, const char *name), void *ctx)
+{
+	struct side_entry e[SIDEFILES_MAX];
+	char found[SIDEFILES_IN_OUTDIR_MAX], name[COWRUN_NAME_MAX];
+	const char *in_outdir = found;
+	size_t n = list_entries(s, e);
+
+	if (s->paths.by_fd)   /* the client's paths: its finding */
+		in_outdir = s->paths.in_outdir;
+	else
+		sidefiles_in_outdir(s, outdir, found, sizeof found);
+	for (size_t i = 0; i < n; i++) {
+		name_in_slot(in_outdir, e[i].slot, name);
+		if (name[0] && is_report(ctx, name)) {
 			warnx_("%s: '%s' is the report file of task '%s' in output directory '%s'",
-			       e[i].option, e[i].path, slash + 1, outdir);
+			       e[i].option, e[i].path, name, outdir);
 			return -1;
 		}
 	}

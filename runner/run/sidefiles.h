@@ -19,6 +19,7 @@
 #ifndef COWRUN_SIDEFILES_H
 #define COWRUN_SIDEFILES_H
 
+#include "cowrun.h"
 #include "files/joblog.h"
 #include "files/results.h"
 
@@ -46,7 +47,13 @@ struct sidefiles_paths {
 	int by_fd;
 	int joblog_fd, journal_fd;
 	int save_fd, timeline_fd, stats_fd;
+	/* A served batch: which side files lie in the output directory, as
+	 * its client found them (sidefiles_in_outdir()); NULL: none. */
+	const char *in_outdir;
 };
+
+/* sidefiles_in_outdir()'s text, NUL included, fits in this. */
+#define SIDEFILES_IN_OUTDIR_MAX (5 * COWRUN_NAME_MAX)
 
 /* --timeline's file, written under a temporary name until it is kept. */
 struct sidefiles_temp {
@@ -97,11 +104,26 @@ int sidefiles_check(const struct sidefiles *s);
 int sidefiles_lock(struct sidefiles *s, const char *workload);
 
 /*
+ * Which side files lie in `outdir` (paths as given, relative to the
+ * working directory), as one text: five names separated by '/', one for
+ * each side file in the order --save-results, --timeline, --joblog, its
+ * journal, --stats: its name in `outdir` if its canonical path is there
+ * (as sidefiles_check() finds canonical paths), else empty ("" when not
+ * given, or too long for a task's name).  A served batch's client sends
+ * it (cowrun submit), since only it can resolve its paths; its batch
+ * checks it against the task names.  Touches no file.
+ */
+void sidefiles_in_outdir(const struct sidefiles *s, const char *outdir, char *text,
+			 size_t size);
+
+/*
  * Refuse a side file that lies in `outdir` under the name of a task's
  * report, which would overwrite it or be overwritten.  `is_report(ctx,
- * name)` says whether a name is one; the caller knows the names.  Call
- * before the output directory is created; touches no file.  Returns 0 or
- * -1 after one message.
+ * name)` says whether a name is one; the caller knows the names.  Where
+ * each lies is found here (sidefiles_in_outdir()), or for a served batch
+ * (by_fd) taken from paths.in_outdir, its client's finding.  Call before
+ * the output directory is created; touches no file.  Returns 0 or -1
+ * after one message.
  */
 int sidefiles_check_reports(const struct sidefiles *s, const char *outdir,
 			    int (*is_report)(void *ctx, const char *name), void *ctx);

@@ -80,6 +80,7 @@ static int served_run(void *ctx, const struct proto_request *rq, size_t workers,
 		.resume = (rq->present & (1u << PF_RESUME)) != 0,
 		.by_fd = 1, .joblog_fd = files_in[1], .journal_fd = files_in[2],
 		.save_fd = files_in[3], .timeline_fd = files_in[4], .stats_fd = files_in[5],
+		.in_outdir = field_or_null(rq, PF_IN_OUTDIR),
 	};
 	struct served *s = ctx;
 	struct run_config cfg = s->cfg;

@@ -94,6 +94,17 @@ static int check_header(const unsigned char *buf, size_t len, const char *magic,
 	return (int)get16(buf + 6);
 }
 
+static size_t count_char(const char *text, char c)
+{
+	size_t n = 0;
+
+	while ((text = strchr(text, c)) != NULL) {
+		n++;
+		text++;
+	}
+	return n;
+}
+
 int proto_decode_request(const unsigned char *buf, size_t len, struct proto_request *rq,
 			 const char **why)
 {
@@ -127,6 +138,8 @@ int proto_decode_request(const unsigned char *buf, size_t len, struct proto_requ
 		return *why = "resume field neither 1 nor 2", -1;
 	if ((rq->present & (1u << PF_RESUME)) && !(rq->present & (1u << PF_JOBLOG)))
 		return *why = "resume without a joblog", -1;
+	if ((rq->present & (1u << PF_IN_OUTDIR)) && count_char(rq->field[PF_IN_OUTDIR], '/') != 4)
+		return *why = "side files' places not 5 names", -1;
 	return 0;
 }
 

@@ -41,6 +41,11 @@ enum proto_field {
 	PF_TIMELINE, /* given (for messages); the client's temporary files are */
 	PF_STATS,    /* passed */
 	PF_RESUME,   /* "1" --resume, "2" --resume-failed; needs PF_JOBLOG */
+	PF_IN_OUTDIR, /* which side files lie in the output directory, as the
+		       * client found them (sidefiles_in_outdir()): 5 names
+		       * separated by '/', each empty unless that file's final
+		       * name is there; absent: none is.  Taken on the client's
+		       * word: a lie only lets its own file be overwritten */
 	PF_COUNT
 };
 

@@ -2,13 +2,15 @@
  * submit.c - `cowrun submit`: the client of `cowrun serve`.  It opens its
  * own output directory (created if missing), its joblog and journal, and
  * creates the temporary files of --save-results, --timeline and --stats
- * beside their final names, and passes them, with its standard output and
- * error, beside the request; the server writes through them.  Once the
- * batch's reply says its side files are whole, submit renames each
- * temporary file into place itself; otherwise (a failed or interrupted
- * batch, an error, the server gone) it removes them: a final name holds a
- * complete file or nothing.  It exits with the batch's status, as cowrun
- * would.  See serve.h.
+ * (unnamed, in their final names' directories), and passes them, with its
+ * standard output and error, beside the request; the server writes
+ * through them.  Once the batch's reply says its side files are whole,
+ * submit names each temporary file with its final name itself; otherwise
+ * (a failed or interrupted batch, an error, the server gone, submit
+ * killed) they go: a final name holds a complete file or nothing.  The
+ * request says which side files lie in the output directory, for the
+ * batch to refuse one under a report's name.  It exits with the batch's
+ * status, as cowrun would.  See serve.h.
  */
 #define _GNU_SOURCE
 #include "serve.h"
@@ -31,6 +33,8 @@
 
 enum { EXIT_LOST = 254, EXIT_BAD = 255 };
 
+_Static_assert(SIDEFILES_IN_OUTDIR_MAX <= PROTO_FIELD_MAX, "PF_IN_OUTDIR always fits");
+
 static void submit_usage(void)
 {
 	printf(
@@ -45,9 +49,9 @@ static void submit_usage(void)
 "                     FILE.res, and passed to the server\n"
 "      --resume, --resume-failed  as for cowrun (with --joblog)\n"
 "      --save-results FILE  --timeline FILE  --stats FILE\n"
-"                     as for cowrun: created here under a temporary name,\n"
-"                     written by the server, renamed into place here once\n"
-"                     the batch completed, else removed\n"
+"                     as for cowrun: created here as a temporary file,\n"
+"                     written by the server, named here once the batch\n"
+"                     completed, else dropped\n"
 "      --status       list the server's generations and running batches\n"
 "      --reload       start a new generation (a fresh setup); wait for it\n");
 }
@@ -57,10 +61,17 @@ static void submit_usage(void)
 static const enum proto_field temp_fields[] = { PF_SAVE, PF_TIMELINE, PF_STATS };
 #define NTEMP (sizeof temp_fields / sizeof temp_fields[0])
 
+/* A side file's temporary file: unnamed where the file system has
+ * O_TMPFILE, else named beside its final name. */
+struct side_temp {
+	int fd;                 /* -1: none */
+	char name[PATH_MAX];    /* "": unnamed */
+};
+
 struct submit_args {
 	const char *socket_path;
 	struct proto_request rq;
-	char temp[NTEMP][PATH_MAX];   /* "" until created */
+	struct side_temp temp[NTEMP];
 };
 
 /* SIGTERM, SIGINT, SIGHUP while a batch runs: remove the temporary files
@@ -98,6 +109,8 @@ static int parse_submit(int argc, char **argv, struct submit_args *a)
 	int c;
 
 	memset(a, 0, sizeof *a);
+	for (size_t i = 0; i < NTEMP; i++)
+		a->temp[i].fd = -1;
 	a->rq.type = PROTO_RUN;
 	opterr = 0;
 	optind = 1;
@@ -193,10 +206,15 @@ static int open_joblog(const char *arg, int fds[2])
 	return -1;
 }
 
-/* The side files as a direct run checks them (none a directory, no two
- * naming one file), and none that is renamed into place a device, a pipe
- * or a socket.  Returns 0 or -1 after a message. */
-static int check_side_files(const struct proto_request *rq)
+/* A run request's side files as a direct run checks them (none a
+ * directory, no two naming one file), none that is renamed into place a
+ * device, a pipe or a socket; and which of them lie in the output
+ * directory (PF_IN_OUTDIR), found here, where their names and the output
+ * directory's mean what the user meant: the server, which knows the task
+ * names, refuses one under a report's name.  It takes this client's word
+ * for it: a client that lies only lets a report overwrite its own file.
+ * Touches no file.  Returns 0 or -1 after a message. */
+static int check_side_files(struct proto_request *rq)
 {
 	const struct sidefiles_paths paths = {
 		.save = (rq->present & (1u << PF_SAVE)) ? rq->field[PF_SAVE] : NULL,
@@ -205,6 +223,7 @@ static int check_side_files(const struct proto_request *rq)
 		.stats = (rq->present & (1u << PF_STATS)) ? rq->field[PF_STATS] : NULL,
 	};
 	struct sidefiles files;
+	char names[SIDEFILES_IN_OUTDIR_MAX];
 	struct stat st;
 
 	sidefiles_init(&files, &paths);
@@ -214,59 +233,98 @@ static int check_side_files(const struct proto_request *rq)
 		warnx_("--stats: '%s' is not a regular file: it would be replaced", paths.stats);
 		return -1;
 	}
-	return 0;
+	if (!paths.save && !paths.timeline && !paths.joblog && !paths.stats)
+		return 0;
+	sidefiles_in_outdir(&files, rq->field[PF_OUTDIR], names, sizeof names);
+	return proto_set(rq, PF_IN_OUTDIR, names);   /* fits: the _Static_assert above */
 }
 
-/* Remove the temporary files still there. */
+/* Close the temporary files, removing those that have a name. */
 static void remove_temps(struct submit_args *a)
 {
-	for (size_t i = 0; i < NTEMP; i++)
-		if (a->temp[i][0]) {
-			unlink(a->temp[i]);
-			a->temp[i][0] = '\0';
-		}
+	for (size_t i = 0; i < NTEMP; i++) {
+		struct side_temp *t = &a->temp[i];
+		if (t->fd >= 0)
+			close(t->fd);
+		if (t->name[0])
+			unlink(t->name);
+		t->fd = -1;
+		t->name[0] = '\0';
+	}
 }
 
-/* Create the temporary file of each side file given, beside its final
- * name, and add its descriptor to fds[*nfds...].  Returns 0, or -1 after a
- * message (those created are removed; their descriptors the caller's). */
-static int create_temps(struct submit_args *a, int *fds, size_t *nfds)
+/* The temporary file of the side file `final`: unnamed first, so that a
+ * submit killed by SIGKILL, which no handler sees, leaves nothing (the
+ * kernel drops the file with its last descriptor, the server's included).
+ * Where the kernel or the file system has no O_TMPFILE, or /proc is
+ * missing, a named one beside the final name (O_EXCL|O_NOFOLLOW, a random
+ * part): the signals submit catches still remove it, SIGKILL leaves it.
+ * Returns the descriptor, or -1 with errno. */
+static int create_temp(struct side_temp *t, const char *final)
+{
+	t->name[0] = '\0';
+	t->fd = create_unnamed_beside(final, O_WRONLY, 0666);
+	if (t->fd >= 0 || (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL))
+		return t->fd;
+	if (temp_name_beside(t->name, sizeof t->name, final) == 0)
+		t->fd = create_new_at(AT_FDCWD, t->name, O_WRONLY, 0666);
+	return t->fd;
+}
+
+/* Create the temporary file of each side file given.  Returns 0, or -1
+ * after a message (none left). */
+static int create_temps(struct submit_args *a)
 {
 	for (size_t i = 0; i < NTEMP; i++) {
 		enum proto_field f = temp_fields[i];
-		int fd = -1;
-		if (!(a->rq.present & (1u << f)))
+		if (!(a->rq.present & (1u << f)) || create_temp(&a->temp[i], a->rq.field[f]) >= 0)
 			continue;
-		if (temp_name_beside(a->temp[i], sizeof a->temp[i], a->rq.field[f]) == 0)
-			fd = create_new_at(AT_FDCWD, a->temp[i], O_WRONLY, 0666);
-		if (fd < 0) {
-			warnx_("cannot create '%s': %s", a->temp[i][0] ? a->temp[i] : a->rq.field[f],
-			       strerror(errno));
-			a->temp[i][0] = '\0';
-			remove_temps(a);
-			return -1;
-		}
-		fds[(*nfds)++] = fd;
+		warnx_("cannot create '%s': %s", a->temp[i].name[0] ? a->temp[i].name : a->rq.field[f],
+		       strerror(errno));
+		a->temp[i].name[0] = '\0';
+		remove_temps(a);
+		return -1;
 	}
 	return 0;
 }
 
-/* The batch ended with `status`, its side files whole or not: rename each
- * temporary file into place, or remove them all.  Returns the exit status:
- * 254 if a rename failed. */
+/* Add the temporary files' descriptors (still submit's) to fds[n...], in
+ * the request's order.  Returns the new count. */
+static size_t add_temp_fds(const struct submit_args *a, int *fds, size_t n)
+{
+	for (size_t i = 0; i < NTEMP; i++)
+		if (a->temp[i].fd >= 0)
+			fds[n++] = a->temp[i].fd;
+	return n;
+}
+
+/* A whole temporary file under its final name, in place of what is
+ * there.  Returns 0 or -1 with errno. */
+static int keep_temp(struct side_temp *t, const char *final)
+{
+	if (!t->name[0])
+		return name_unnamed(t->fd, final);
+	if (rename(t->name, final) != 0)
+		return -1;
+	t->name[0] = '\0';
+	return 0;
+}
+
+/* The batch ended with `status`, its side files whole or not: give each
+ * temporary file its final name, or drop them all.  Returns the exit
+ * status: 254 if one could not be named. */
 static int settle_temps(struct submit_args *a, int status, int complete)
 {
 	int rc = status;
 
 	for (size_t i = 0; i < NTEMP; i++) {
 		const char *final = a->rq.field[temp_fields[i]];
-		if (!a->temp[i][0] || !complete || status < 0 || status > 101)
+		if (a->temp[i].fd < 0 || !complete || status < 0 || status > 101)
 			continue;
-		if (rename(a->temp[i], final) != 0) {
+		if (keep_temp(&a->temp[i], final) != 0) {
 			warnx_("cannot save '%s': %s", final, strerror(errno));
 			rc = EXIT_LOST;
-		} else
-			a->temp[i][0] = '\0';
+		}
 	}
 	remove_temps(a);
 	return rc;
@@ -325,22 +383,21 @@ static void catch_stops(void)
 	sigaction(SIGHUP, &sa, NULL);
 }
 
-/* A run request's descriptors (the output directory, the joblog and its
- * journal, the temporary side files) after standard output and error.
- * Returns 0 or -1 after a message (nothing left open or created). */
+/* A run request's descriptors after standard output and error: the
+ * output directory, the joblog and its journal (fds[2..*nfds), the
+ * caller's to close), and the temporary side files (a->temp).  Returns 0
+ * or -1 after a message (nothing left open or created). */
 static int open_run_files(struct submit_args *a, int *fds, size_t *nfds)
 {
-	const char *outdir = (a->rq.present & (1u << PF_OUTDIR)) ? a->rq.field[PF_OUTDIR] : "out";
-
 	*nfds = 2;
-	if (check_side_files(&a->rq) != 0 || (fds[2] = open_outdir(outdir)) < 0)
+	if ((fds[2] = open_outdir(a->rq.field[PF_OUTDIR])) < 0)
 		return -1;
 	*nfds = 3;
 	if ((a->rq.present & (1u << PF_JOBLOG)) && open_joblog(a->rq.field[PF_JOBLOG], fds + 3) == 0)
 		*nfds = 5;
 	else if (a->rq.present & (1u << PF_JOBLOG))
 		goto fail;
-	if (create_temps(a, fds, nfds) == 0)
+	if (create_temps(a) == 0)
 		return 0;
 fail:
 	for (size_t i = 2; i < *nfds; i++)
@@ -360,6 +417,12 @@ int submit_main(int argc, char **argv)
 	if (rc != 0)
 		return rc < 0 ? 0 : rc;
 	signal(SIGPIPE, SIG_IGN);
+	/* The output directory named in every run request: the batch's
+	 * messages name the client's, not the server's default. */
+	if (a.rq.type == PROTO_RUN && !(a.rq.present & (1u << PF_OUTDIR)))
+		proto_set(&a.rq, PF_OUTDIR, "out");
+	if (a.rq.type == PROTO_RUN && check_side_files(&a.rq) != 0)
+		return EXIT_BAD;
 	long len = proto_encode_request(&a.rq, buf, sizeof buf);
 	if (len < 0) {
 		warnx_("submit: the request is too long");
@@ -379,7 +442,8 @@ int submit_main(int argc, char **argv)
 	fflush(NULL);
 	/* A refused client (its uid) may find the connection closed: the
 	 * reply that says why waits on it all the same. */
-	if (proto_send(sock, buf, (size_t)len, fds, nfds) != 0 && errno != EPIPE) {
+	if (proto_send(sock, buf, (size_t)len, fds, add_temp_fds(&a, fds, nfds)) != 0 &&
+	    errno != EPIPE) {
 		warnx_("submit: cannot send the request: %s", strerror(errno));
 		rc = EXIT_LOST;
 	} else

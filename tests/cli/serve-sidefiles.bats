@@ -1,17 +1,78 @@
 #!/usr/bin/env bats
 # cowrun submit's side files (issue 23, item 8): --save-results, --timeline,
-# --stats created by the client under a temporary name and renamed into
-# place by it once the batch completed, else removed; --resume and
-# --resume-failed through the joblog and journal the client passed, the
-# inputs checked as a direct run checks them.  Every server runs under the
-# reaper and is stopped by its pid.
+# --stats created by the client as temporary files (unnamed, O_TMPFILE;
+# named beside the final name where the file system has no O_TMPFILE) and
+# given their final names by it once the batch completed, else dropped,
+# even when submit is killed by SIGKILL; one where a task's report goes
+# refused as a direct run refuses it; --resume and --resume-failed through
+# the joblog and journal the client passed, the inputs checked as a direct
+# run checks them.  Every server runs under the reaper and is stopped by
+# its pid.
 
 load serve-helpers
 
 
-# temps: the temporary side files left in $D (named .NAME.HOST.PID...tmp)
+# temps: the named temporary side files in $D (NAME.HOST.PID.TAG.tmp)
 temps() {
 	ls -A "$D" | grep -c '\.tmp$' || true
+}
+
+# client_cmd: submit's command line in $cmd: with $no_tmpfile set, on a
+# file system without O_TMPFILE as no-tmpfile.so makes it (ASan, under
+# check-asan, told to accept the shim loaded before it).  One process
+# (env execs it), so a background one's $! is submit's pid.
+client_cmd() {
+	cmd=("$COWRUN" submit --socket "$S")
+	[ -z "${no_tmpfile:-}" ] || cmd=(env LD_PRELOAD="$ROOT/build/tests/no-tmpfile.so"
+		ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" "${cmd[@]}")
+}
+
+client() {
+	client_cmd
+	"${cmd[@]}" "$@"
+}
+
+# old_files NAME...: each still holds "old".
+old_files() {
+	local f
+	for f; do
+		[ "$(cat "$f")" = old ] || { echo "$f was replaced" >&2; return 1; }
+	done
+}
+
+# side_files_settle NAMED: in $D, with the server of the SIGKILL test:
+# a halted batch keeps the old final files, a submit killed by SIGKILL
+# mid-batch creates no final file and leaves NAMED temporary files (0
+# unnamed, 3 named: the signal no handler sees), a complete batch replaces
+# the old files.
+side_files_settle() {
+	local named=$1 old=(k.res k.csv k.st) new=(--save-results x.res --timeline x.csv --stats x.st)
+	local sides=(--save-results k.res --timeline k.csv --stats k.st)
+	for f in "${old[@]}"; do echo old >"$f"; done
+	run -1 client --tasks 3 --halt now,fail=1 "${sides[@]}"
+	old_files "${old[@]}"
+	[ "$(temps)" -eq 0 ]
+	rm -f "$D"/m/*
+	client_cmd
+	"${cmd[@]}" --tasks 2 "${new[@]}" & a=$!
+	wait_for eval '[ -n "$(ls "$D/m")" ]'
+	[ "$(temps)" -eq "$named" ]
+	kill -KILL "$a"
+	status=0; wait "$a" || status=$?
+	[ "$status" -eq 137 ]
+	wait_for eval 'submit --status | grep -q "ready, 0 batches running"'
+	[ ! -e x.res ]
+	[ ! -e x.csv ]
+	[ ! -e x.st ]
+	[ "$(temps)" -eq "$named" ]
+	rm -f "$D"/x.*.tmp
+	run client --tasks 0-1 "${sides[@]}"
+	[ "$status" -eq 0 ]
+	[ "$(head -1 k.csv)" = "task,name,worker,pid,start_s,end_s,status" ]
+	[ "$(wc -l <k.csv)" -eq 3 ]
+	[ "$(head -c 4 k.res)" != old ]
+	[ "$(head -1 k.st)" != old ]
+	[ "$(temps)" -eq 0 ]
 }
 
 @test "--save-results, --timeline, --stats: the client's files, as a direct run writes them" {
@@ -67,7 +128,7 @@ temps() {
 	"$COWRUN" submit --socket "$S" --tasks 1-4 --save-results i.res --timeline i.csv \
 		--stats i.st & a=$!
 	wait_for eval '[ "$(ls "$D/m" | wc -l)" -eq 2 ]'
-	[ "$(temps)" -eq 3 ]
+	[ "$(temps)" -eq 0 ]   # unnamed while the batch runs
 	kill -TERM "$a"
 	status=0; wait "$a" || status=$?
 	[ "$status" -eq 143 ]
@@ -90,6 +151,69 @@ temps() {
 	[ "$(temps)" -eq 0 ]
 	status=0; wait "$srv" || status=$?
 	srv=
+	[ "$status" -eq 0 ]
+}
+
+@test "submit killed by SIGKILL leaves no side file; a complete batch replaces old ones, a halted one not" {
+	start_server -j 2 selftest --tasks 4 --fail 3 --slow 2 --mark-start "$D/m"
+	cd "$D"
+	side_files_settle 0
+	# Where the file system has no O_TMPFILE: named temporaries beside
+	# the final names, which SIGKILL leaves (the other signals do not).
+	no_tmpfile=1 side_files_settle 3
+	rm -f "$D"/m/*
+	no_tmpfile=1 client_cmd
+	"${cmd[@]}" --tasks 2 --save-results y.res --stats y.st & a=$!
+	wait_for eval '[ -n "$(ls "$D/m")" ]'
+	[ "$(temps)" -eq 2 ]
+	kill -TERM "$a"
+	status=0; wait "$a" || status=$?
+	[ "$status" -eq 143 ]
+	[ "$(temps)" -eq 0 ]
+	[ ! -e y.res ]
+	[ ! -e y.st ]
+	stop_server
+	[ "$status" -eq 0 ]
+}
+
+@test "a served side file where a task's report goes is refused as a direct run refuses it" {
+	w=(selftest --tasks 3 --report-bytes 10)
+	# the server's own -o is no client's: messages name the client's
+	start_server -j 2 -o "$D/server-out" "${w[@]}"
+	cd "$D"
+	run -255 --separate-stderr submit -o rep --stats rep/task-000001
+	served=$stderr
+	[ "$served" = "cowrun: --stats: 'rep/task-000001' is the report file of task 'task-000001' in output directory 'rep'" ]
+	[ -z "$(ls -A rep)" ]   # no report, no temporary file
+	run -255 --separate-stderr cowrun -o rep --stats rep/task-000001 "${w[@]}"
+	[ "$stderr" = "$served" ]
+	# another spelling, through a link; the joblog stays as it was
+	echo old >rep/task-000002
+	ln -s rep lrep
+	run -255 --separate-stderr submit -o rep/ --joblog ./lrep/task-000002
+	served=$stderr
+	[[ "$served" == "cowrun: --joblog: './lrep/task-000002' is the report file of task 'task-000002' in output directory 'rep/'" ]]
+	run -255 --separate-stderr cowrun -o rep/ --joblog ./lrep/task-000002 "${w[@]}"
+	[ "$stderr" = "$served" ]
+	old_files rep/task-000002
+	[ ! -e rep/task-000000 ]
+	# the default output directory, out
+	run -255 --separate-stderr submit --save-results out/task-000000 --timeline t.csv
+	served=$stderr
+	run -255 --separate-stderr cowrun --save-results out/task-000000 --timeline t.csv "${w[@]}"
+	[ "$stderr" = "$served" ]
+	[ "$(echo "$served" | wc -l)" -eq 1 ]
+	[ -z "$(ls -A out)" ]
+	[ ! -e t.csv ]
+	[ "$(temps)" -eq 0 ]
+	# in -o under a name no task has: written
+	run submit -o rep --stats rep/summary --save-results lrep/s.res
+	[ "$status" -eq 0 ]
+	[ -s rep/summary ]
+	[ -s rep/s.res ]
+	[ -s rep/task-000000 ]
+	[ ! -e "$D/server-out" ]
+	stop_server
 	[ "$status" -eq 0 ]
 }
 

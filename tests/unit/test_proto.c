@@ -85,7 +85,10 @@ static void test_request_refused(void **unused)
 	expect_refused("CWRQ\1\0\1\0\1\0\0\0", 12, "body length");
 	expect_refused("CWRQ\1\0\7\0\0\0\0\0", 12, "request type");
 	expect_refused("CWRQ\1\0\1\0\2\0\0\0\0\0", 14, "truncated");
-	expect_refused("CWRQ\1\0\1\0\3\0\0\0\x0c\0\0", 15, "unknown field");
+	expect_refused("CWRQ\1\0\1\0\3\0\0\0\x0d\0\0", 15, "unknown field");
+	/* PF_IN_OUTDIR (12): five names, '/' between them */
+	expect_refused("CWRQ\1\0\1\0\6\0\0\0\x0c\3\0" "a/b", 18, "5 names");
+	expect_refused("CWRQ\1\0\1\0\x08\0\0\0\x0c\5\0" "/////", 20, "5 names");
 	/* PF_RESUME (11): "1" or "2", and only with PF_JOBLOG (7) */
 	expect_refused("CWRQ\1\0\1\0\x08\0\0\0\7\1\0" "j\x0b\1\0" "3", 20, "neither 1 nor 2");
 	expect_refused("CWRQ\1\0\1\0\4\0\0\0\x0b\1\0" "1", 16, "without a joblog");
@@ -115,6 +118,7 @@ static void test_run_fds(void **unused)
 	assert_int_equal(proto_run_fds(&rq), 6);
 	assert_int_equal(proto_set(&rq, PF_TIMELINE, "t.csv"), 0);
 	assert_int_equal(proto_set(&rq, PF_STATS, "s.csv"), 0);
+	assert_int_equal(proto_set(&rq, PF_IN_OUTDIR, "///j.log.res/task-1"), 0);
 	assert_int_equal(proto_run_fds(&rq), 8);
 	assert_true(proto_run_fds(&rq) < PROTO_FDS_MAX);   /* the connection beside them */
 	long n = proto_encode_request(&rq, msg, sizeof msg);
@@ -122,6 +126,7 @@ static void test_run_fds(void **unused)
 	assert_int_equal(proto_decode_request(msg, (size_t)n, &back, &why), 0);
 	assert_string_equal(back.field[PF_RESUME], "2");
 	assert_string_equal(back.field[PF_STATS], "s.csv");
+	assert_string_equal(back.field[PF_IN_OUTDIR], "///j.log.res/task-1");
 	assert_int_equal(proto_run_fds(&back), 8);
 }
 

@@ -3,7 +3,8 @@
  * one file (the same spelling, another spelling, a symbolic link, a file
  * not there yet, the --joblog journal) are refused with one message naming
  * both; a directory is refused; distinct files pass; a side file where a
- * report goes is refused; and a refused check or open changes no file.
+ * report goes is refused (a served batch's: where its client found it);
+ * and a refused check or open changes no file.
  * Each test runs in a fresh temporary directory of its own.
  */
 #define _GNU_SOURCE
@@ -353,6 +354,59 @@ static void test_report_collides(void **state)
 	assert_int_equal(check_reports(&(struct sidefiles_paths){ .stats = "out/summary" }, "out"), 0);
 }
 
+static void expect_in_outdir(const struct sidefiles_paths *paths, const char *outdir,
+			     const char *expected)
+{
+	struct sidefiles s;
+	char text[SIDEFILES_IN_OUTDIR_MAX];
+	char *before = snapshot();
+
+	sidefiles_init(&s, paths);
+	sidefiles_in_outdir(&s, outdir, text, sizeof text);
+	assert_same_snapshot(before);
+	assert_string_equal(text, expected);
+}
+
+/* What a served batch's client sends: each side file's name in the output
+ * directory, in a slot of its own, found as the direct run's check finds
+ * it; and the batch's check on that text alone, by_fd (the client's paths
+ * mean nothing where the server runs). */
+static void test_in_outdir(void **state)
+{
+	char longname[COWRUN_NAME_MAX + 8];
+
+	(void)state;
+	assert_int_equal(mkdir("out", 0777), 0);
+	assert_int_equal(symlink("out", "lout"), 0);
+	expect_in_outdir(&(struct sidefiles_paths){ 0 }, "out", "////");
+	expect_in_outdir(&(struct sidefiles_paths){ .save = "out/a", .timeline = "t",
+						    .joblog = "+lout/j", .stats = "./out/s" },
+			 "out/", "a//j/j.res/s");
+	expect_in_outdir(&(struct sidefiles_paths){ .timeline = "lout/task-1" }, "./out",
+			 "/task-1///");
+	expect_in_outdir(&(struct sidefiles_paths){ .stats = "rep/x" }, "rep", "////x");
+	memset(longname, 'n', sizeof longname - 1);
+	memcpy(longname, "out/", 4);
+	longname[sizeof longname - 1] = '\0';
+	expect_in_outdir(&(struct sidefiles_paths){ .save = longname }, "out", "////");
+
+	struct sidefiles s;
+	char msg[1024];
+	sidefiles_init(&s, &(struct sidefiles_paths){ .stats = "/elsewhere/task-1", .by_fd = 1,
+						      .in_outdir = "////task-1" });
+	catch_stderr();
+	assert_int_equal(sidefiles_check_reports(&s, "o", is_report, NULL), -1);
+	release_stderr(msg, sizeof msg);
+	assert_non_null(strstr(msg, "--stats: '/elsewhere/task-1' is the report file of task "
+				    "'task-1' in output directory 'o'"));
+	/* Each slot is its own file's: this one is the joblog's, not given. */
+	sidefiles_init(&s, &(struct sidefiles_paths){ .stats = "x", .by_fd = 1,
+						      .in_outdir = "//task-1//summary" });
+	assert_int_equal(sidefiles_check_reports(&s, "o", is_report, NULL), 0);
+	sidefiles_init(&s, &(struct sidefiles_paths){ .stats = "x", .by_fd = 1 });
+	assert_int_equal(sidefiles_check_reports(&s, "o", is_report, NULL), 0);
+}
+
 /* ---- opening and closing ---- */
 
 static int refuse(void *ctx)
@@ -499,6 +553,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_directory_refused, enter_dir, leave_dir),
 		cmocka_unit_test_setup_teardown(test_distinct_files_accepted, enter_dir, leave_dir),
 		cmocka_unit_test_setup_teardown(test_report_collides, enter_dir, leave_dir),
+		cmocka_unit_test_setup_teardown(test_in_outdir, enter_dir, leave_dir),
 		cmocka_unit_test_setup_teardown(test_refused_open_changes_nothing, enter_dir, leave_dir),
 		cmocka_unit_test_setup_teardown(test_open_checks_again, enter_dir, leave_dir),
 		cmocka_unit_test_setup_teardown(test_open_then_close, enter_dir, leave_dir),
