@@ -155,9 +155,11 @@ build/%.o: %.c
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -MMD -MP -c -o $@ $<
 
+# -MMD: a test is built again when a header it includes changes (the
+# runner's, or tests/unit/scratch.h).
 build/tests/%: tests/unit/%.c $(RUNNER_OBJ)
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS) -lcmocka
+	$(CC) $(ALL_CFLAGS) -MMD -MP -o $@ $(filter %.c %.o,$^) $(LDLIBS) -lcmocka
 
 -include $(shell find build -name '*.d' 2>/dev/null)
 
