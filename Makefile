@@ -142,10 +142,11 @@ build/workload-summary: build-aux/workload-summary.c include/cowrun.h
 	$(CC) $(ALL_CFLAGS) -o $@ $<
 
 # compare/forkcost's measuring program: fork cost against setup size.
-# compare/compare's memory probe: peak total PSS of a run's process tree.
-build/psswatch: compare/psswatch.c
+# compare/compare's memory probe: peak total PSS of a run's process tree
+# (its /proc files read as procstat.c reads them).
+build/psswatch: compare/psswatch.c build/runner/os/procstat.o
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -o $@ $<
+	$(CC) $(ALL_CFLAGS) -MMD -MP -o $@ $< build/runner/os/procstat.o
 
 build/forkcost: compare/forkcost.c build/runner/os/arena.o build/runner/os/util.o
 	@mkdir -p $(@D)
