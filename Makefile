@@ -142,10 +142,11 @@ build/workload-summary: build-aux/workload-summary.c include/cowrun.h
 	$(CC) $(ALL_CFLAGS) -o $@ $<
 
 # compare/forkcost's measuring program: fork cost against setup size.
-# compare/compare's memory probe: peak total PSS of a run's process tree.
-build/psswatch: compare/psswatch.c
+# compare/compare's memory probe: peak total PSS of a run's process tree
+# (its /proc files read as procstat.c reads them).
+build/psswatch: compare/psswatch.c build/runner/os/procstat.o
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -o $@ $<
+	$(CC) $(ALL_CFLAGS) -MMD -MP -o $@ $< build/runner/os/procstat.o
 
 build/forkcost: compare/forkcost.c build/runner/os/arena.o build/runner/os/util.o
 	@mkdir -p $(@D)
@@ -155,9 +156,11 @@ build/%.o: %.c
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -MMD -MP -c -o $@ $<
 
+# -MMD: a test is built again when a header it includes changes (the
+# runner's, or tests/unit/scratch.h).
 build/tests/%: tests/unit/%.c $(RUNNER_OBJ)
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS) -lcmocka
+	$(CC) $(ALL_CFLAGS) -MMD -MP -o $@ $(filter %.c %.o,$^) $(LDLIBS) -lcmocka
 
 -include $(shell find build -name '*.d' 2>/dev/null)
 

@@ -16,7 +16,6 @@
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,21 +24,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "os/procstat.h"
+
 #define MAX_PROCS 65536
-
-/* A small /proc file's text into buf (NUL-terminated).  Returns its
- * length, or -1 if it cannot be read (the process is gone). */
-static ssize_t read_text(const char *path, char *buf, size_t size)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n = fd >= 0 ? read(fd, buf, size - 1) : -1;
-
-	if (fd >= 0)
-		close(fd);
-	if (n > 0)
-		buf[n] = '\0';
-	return n > 0 ? n : -1;
-}
 
 /* The parent pid of `pid` from /proc/PID/stat (after the command name,
  * which may hold spaces and parentheses), or -1. */
@@ -47,7 +34,7 @@ static pid_t parent_of(pid_t pid)
 {
 	char path[64], text[512];
 	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-	if (read_text(path, text, sizeof text) < 0)
+	if (procstat_read_text(path, text, sizeof text) < 0)
 		return -1;
 	char *close_paren = strrchr(text, ')');
 	int ppid;
@@ -60,7 +47,7 @@ static unsigned long pss_kb(pid_t pid)
 {
 	char path[64], text[4096];
 	snprintf(path, sizeof path, "/proc/%d/smaps_rollup", (int)pid);
-	if (read_text(path, text, sizeof text) < 0)
+	if (procstat_read_text(path, text, sizeof text) < 0)
 		return 0;
 	char *at = strstr(text, "\nPss:");
 	return at ? strtoul(at + 5, NULL, 10) : 0;

@@ -7,6 +7,7 @@
  */
 #define _GNU_SOURCE
 #include "util.h"
+#include "cgroup.h"
 
 #include <limits.h>
 #include <sched.h>
@@ -47,12 +48,11 @@ static int read_pair(const char *path, long long *a, long long *b)
 	return 0;
 }
 
-/* Read the pair in ROOT/AT/FILE; -1 if the path is too long or unread. */
-static int read_cgroup_pair(const char *root, const char *at, const char *file, long long *a,
-			    long long *b)
+/* Read the pair in DIR/FILE; -1 if the path is too long or unread. */
+static int read_cgroup_pair(const char *dir, const char *file, long long *a, long long *b)
 {
 	char path[PATH_MAX];
-	int n = snprintf(path, sizeof path, "%s%s/%s", root, at, file);
+	int n = snprintf(path, sizeof path, "%s/%s", dir, file);
 
 	return n > 0 && (size_t)n < sizeof path ? read_pair(path, a, b) : -1;
 }
@@ -66,80 +66,29 @@ static int quota_cpus(long long quota, long long period)
 	return n > INT_MAX ? INT_MAX : (int)n;
 }
 
-/* The tightest quota on dir and its ancestors up to (not above) root:
- * cgroup v2's cpu.max, or v1's cpu.cfs_quota_us and cpu.cfs_period_us. */
-static int tightest_quota(const char *root, const char *dir, int v2)
+/* cgroup_walk()'s visit: the quota of the cgroup at `dir` (v2's cpu.max,
+ * or v1's cpu.cfs_quota_us and cpu.cfs_period_us) into the tightest so
+ * far, *(int *)limit (0: none yet). */
+static void tighten_quota(const char *dir, int v1, void *limit)
 {
-	char at[PATH_MAX];
-	int limit = 0;
+	long long quota = 0, period = 0, unused;
+	int n = 0, *tightest = limit;
 
-	snprintf(at, sizeof at, "%s", dir);
-	for (;;) {
-		long long quota = 0, period = 0, unused;
-		int n = 0;
-		if (v2 ? read_cgroup_pair(root, at, "cpu.max", &quota, &period) == 0
-		       : read_cgroup_pair(root, at, "cpu.cfs_quota_us", &quota, &unused) == 0 &&
-			 read_cgroup_pair(root, at, "cpu.cfs_period_us", &period, &unused) == 0)
-			n = quota_cpus(quota, period);
-		if (n > 0 && (limit == 0 || n < limit))
-			limit = n;
-		char *slash = strrchr(at, '/');
-		if (slash == NULL || at[0] == '\0')
-			return limit;
-		*slash = '\0'; /* the parent; "" is the root itself */
-	}
+	if (!v1 ? read_cgroup_pair(dir, "cpu.max", &quota, &period) == 0
+		: read_cgroup_pair(dir, "cpu.cfs_quota_us", &quota, &unused) == 0 &&
+		  read_cgroup_pair(dir, "cpu.cfs_period_us", &period, &unused) == 0)
+		n = quota_cpus(quota, period);
+	if (n > 0 && (*tightest == 0 || n < *tightest))
+		*tightest = n;
 }
 
-/* Does a v1 hierarchy's controller list ("cpu,cpuacct") hold "cpu"? */
-static int names_cpu(const char *controllers)
-{
-	size_t n;
-
-	for (const char *c = controllers; *c; c += n + (c[n] == ',')) {
-		n = strcspn(c, ",");
-		if (n == 3 && strncmp(c, "cpu", 3) == 0)
-			return 1;
-	}
-	return 0;
-}
-
-/* The CPUs this process's cgroup CPU quota allows, or 0 if it has none.
- * COWRUN_CGROUP_ROOT names where the cgroup file systems are mounted
- * (default /sys/fs/cgroup: v2 there or under unified/, v1 under the
- * directory named after the cpu controller's list, e.g. cpu,cpuacct). */
+/* The CPUs this process's cgroup CPU quota allows (the tightest on its
+ * cgroups and their parents, cgroup.h), or 0 if it has none. */
 static int cgroup_cpus(void)
 {
-	const char *root = getenv("COWRUN_CGROUP_ROOT");
-	FILE *f = fopen("/proc/self/cgroup", "r");
-	char line[PATH_MAX + 64], base[PATH_MAX];
 	int limit = 0;
 
-	if (root == NULL || root[0] == '\0')
-		root = "/sys/fs/cgroup";
-	if (f == NULL)
-		return 0;
-	while (fgets(line, sizeof line, f) != NULL) {
-		char *controllers = strchr(line, ':'), *dir;
-		int n = 0;
-		if (controllers == NULL || (dir = strchr(++controllers, ':')) == NULL)
-			continue;
-		*dir++ = '\0';
-		dir[strcspn(dir, "\n")] = '\0';
-		if (strcmp(dir, "/") == 0)
-			dir[0] = '\0';
-		if (controllers[0] == '\0') { /* v2 */
-			n = tightest_quota(root, dir, 1);
-			snprintf(base, sizeof base, "%s/unified", root);
-			int m = tightest_quota(base, dir, 1);
-			n = n == 0 || (m > 0 && m < n) ? m : n;
-		} else if (names_cpu(controllers)) {
-			snprintf(base, sizeof base, "%s/%s", root, controllers);
-			n = tightest_quota(base, dir, 0);
-		}
-		if (n > 0 && (limit == 0 || n < limit))
-			limit = n;
-	}
-	fclose(f);
+	cgroup_walk("cpu", tighten_quota, &limit);
 	return limit;
 }
 

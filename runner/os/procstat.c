@@ -18,8 +18,7 @@ static uint64_t field_kb(const char *text, const char *name)
 	return at ? strtoull(at + strlen(name), NULL, 10) : 0;
 }
 
-/* A small /proc file's text into buf (NUL-terminated); -1 if unreadable. */
-static ssize_t read_text(const char *path, char *buf, size_t size)
+ssize_t procstat_read_text(const char *path, char *buf, size_t size)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	ssize_t n = fd >= 0 ? read(fd, buf, size - 1) : -1;
@@ -36,7 +35,7 @@ static void read_rollup(struct worker_stats *s)
 {
 	char text[4096];
 
-	if (read_text("/proc/self/smaps_rollup", text, sizeof text) < 0)
+	if (procstat_read_text("/proc/self/smaps_rollup", text, sizeof text) < 0)
 		return;
 	s->pss_kb = field_kb(text, "\nPss:");
 	s->shared_kb = field_kb(text, "\nShared_Clean:") + field_kb(text, "\nShared_Dirty:");
@@ -63,7 +62,7 @@ size_t procstat_rss_bytes(void)
 	char text[128];
 	unsigned long pages = 0, resident = 0;
 
-	if (read_text("/proc/self/statm", text, sizeof text) < 0)
+	if (procstat_read_text("/proc/self/statm", text, sizeof text) < 0)
 		return 0;
 	if (sscanf(text, "%lu %lu", &pages, &resident) != 2)
 		return 0;
@@ -75,7 +74,7 @@ size_t procstat_peak_rss_bytes(void)
 	char text[4096];
 	unsigned long kb = 0;
 
-	if (read_text("/proc/self/status", text, sizeof text) < 0)
+	if (procstat_read_text("/proc/self/status", text, sizeof text) < 0)
 		return 0;
 	const char *at = strstr(text, "\nVmHWM:");
 	if (at == NULL || sscanf(at + 7, " %lu", &kb) != 1)

@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 /* Sent by a worker in a WIRE_STATS frame: plain integers, fixed layout. */
 struct worker_stats {
@@ -42,6 +43,11 @@ size_t procstat_peak_rss_bytes(void);
  * cannot be read.  The runner forks with one: a thread left running in
  * the parent (a BLAS pool, OpenMP) would be missing in every worker. */
 size_t procstat_threads(void);
+
+/* A small /proc file's text into buf, NUL-terminated: one read() of at
+ * most size - 1 bytes (size > 0).  Returns its length, or -1 if it cannot
+ * be read or is empty (a process gone).  Also compare/psswatch's. */
+ssize_t procstat_read_text(const char *path, char *buf, size_t size);
 
 /* --stats: the CSV header and one row per worker. */
 void procstat_write_header(FILE *f);

@@ -63,11 +63,16 @@ same_output_all_modes() {
 # runner from hanging the suite, and fails the test saying what never
 # happened.
 
-# wait_for SECONDS WHAT COMMAND [ARGS...]: run COMMAND every 50 ms until it
-# succeeds; after SECONDS, fail with "gave up waiting for WHAT".
+# wait_for [SECONDS WHAT] COMMAND [ARGS...]: run COMMAND every 50 ms until
+# it succeeds; after SECONDS (default 30), fail with "gave up waiting for
+# WHAT" (default: the command).
 wait_for() {
-	local limit=$1 what=$2 deadline=$((SECONDS + $1))
-	shift 2
+	local limit=30 what="$*"
+	if [ $# -ge 3 ] && [[ $1 =~ ^[0-9]+$ ]]; then
+		limit=$1 what=$2
+		shift 2
+	fi
+	local deadline=$((SECONDS + limit))
 	until "$@"; do
 		if [ "$SECONDS" -ge "$deadline" ]; then
 			echo "gave up after $limit s waiting for $what" >&2

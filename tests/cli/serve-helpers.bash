@@ -1,24 +1,36 @@
-# Shared by the cowrun serve suites (serve.bats, serve-sidefiles.bats): a
-# server of the test's own on a short socket path, started under the
-# reaper, stopped by its pid whatever happens; submit; waiting on a state.
+# Shared by the cowrun serve suites (serve.bats, serve-sidefiles.bats,
+# serve-identity.bats, serve-hostile.bats): a server of the test's own on
+# a short socket path, started under the reaper (as another user, too),
+# stopped by its pid whatever happens; submit.  Waiting on a state is
+# helpers.bash's wait_for.
 
 load helpers
 
-setup() {
+# serve_setup: the test's directory $D and socket path $S; no server yet.
+# A suite that needs more in its setup calls this from its own.
+serve_setup() {
 	D=$(mktemp -d /tmp/cws.XXXXXX)   # short: sun_path holds 108 bytes
 	S=$D/s
 	srv=
 }
 
-# Whatever happened, no server outlives its test: the master by its pid
-# file, and anything else the reaper still runs (a master that never wrote
-# the file, a generation left behind) by its pid.
-teardown() {
+setup() {
+	serve_setup
+}
+
+# kill_server: whatever happened, no server outlives its test: the master
+# by its pid file, and anything else the reaper still runs (a master that
+# never wrote the file, a generation left behind) by its pid.
+kill_server() {
 	if [ -n "$srv" ] && kill -0 "$srv" 2>/dev/null; then
 		[ ! -s "$D/pid" ] || kill -KILL "$(cat "$D/pid")" 2>/dev/null || true
 		pkill -KILL -P "$srv" 2>/dev/null || true
 		wait "$srv" || true
 	fi
+}
+
+teardown() {
+	kill_server
 	rm -rf "$D"
 }
 
@@ -26,18 +38,37 @@ submit() {
 	"$COWRUN" submit --socket "$S" "$@"
 }
 
+# as USER CMD...: CMD as USER, its own group only.
+as() {
+	local user=$1
+	shift
+	setpriv --reuid="$user" --regid="$(id -g "$user")" --clear-groups "$@"
+}
+
 # start_server [SERVE OPTIONS] [RUNNER OPTIONS] WORKLOAD ARGS: in the
-# background under the reaper; returns once it answers a status request.
+# background under the reaper (bats's descriptor 3 closed: a server left
+# running cannot hold the suite's output open); returns once it answers a
+# status request, or fails with its log if it ends first or does not
+# answer within 30 s.
 start_server() {
-	"$REAPER" "$COWRUN" serve --socket "$S" --pidfile "$D/pid" "$@" 2>>"$D/log" &
+	start_server_as "" "$@"
+}
+
+# start_server_as USER [SERVE OPTIONS] ...: the same, the server run by
+# USER (as()), and asked for its status as USER; "": this test's user.
+start_server_as() {
+	local user=$1 run=() deadline=$((SECONDS + 30))
+	shift
+	[ -z "$user" ] || run=(as "$user")
+	"${run[@]}" "$REAPER" "$COWRUN" serve --socket "$S" --pidfile "$D/pid" "$@" 2>>"$D/log" 3>&- &
 	srv=$!
-	for _ in $(seq 400); do
-		submit --status >/dev/null 2>&1 && return 0
-		kill -0 "$srv" 2>/dev/null || break
+	until "${run[@]}" "$COWRUN" submit --socket "$S" --status >/dev/null 2>&1; do
+		if ! kill -0 "$srv" 2>/dev/null || [ "$SECONDS" -ge "$deadline" ]; then
+			cat "$D/log" >&2
+			return 1
+		fi
 		sleep 0.05
 	done
-	cat "$D/log" >&2
-	return 1
 }
 
 # stop_server: SIGTERM to the master; the reaper's status is in $status.
@@ -47,15 +78,4 @@ stop_server() {
 	wait "$srv" || status=$?
 	srv=
 	if [ "$status" -eq 99 ]; then cat "$D/log" >&2; return 1; fi
-}
-
-# wait_for CMD...: until it succeeds (30 s at most: only a broken server
-# takes that long, however loaded the machine).
-wait_for() {
-	for _ in $(seq 600); do
-		"$@" && return 0
-		sleep 0.05
-	done
-	echo "timed out waiting for: $*" >&2
-	return 1
 }

@@ -7,54 +7,29 @@
 # activation and the example units.  Every server runs under the reaper
 # and is stopped by pid in teardown, whatever happened.
 
-load helpers
+load serve-helpers
 
 setup() {
-	D=$(mktemp -d /tmp/cwh.XXXXXX)   # short: sun_path holds 108 bytes
-	S=$D/s
-	srv=
+	serve_setup
 	bg=()
 }
 
+# The test's background processes and the FIFO it holds (fd 7) go too.
 teardown() {
 	local p
 	for p in "${bg[@]}"; do
 		kill -KILL "$p" 2>/dev/null || true
 	done
 	exec 7>&- 2>/dev/null || true
-	if [ -n "$srv" ] && kill -0 "$srv" 2>/dev/null; then
-		[ -f "$D/pid" ] && kill -KILL "$(cat "$D/pid")" 2>/dev/null
-		wait "$srv" || true
-	fi
+	kill_server
 	for p in "${bg[@]}"; do
 		wait "$p" 2>/dev/null || true
 	done
 	rm -rf "$D"
 }
 
-submit() {
-	"$COWRUN" submit --socket "$S" "$@"
-}
-
 answers_status() {
 	submit --status >/dev/null 2>&1
-}
-
-# start_server [SERVE OPTIONS] [RUNNER OPTIONS] WORKLOAD ARGS: in the
-# background under the reaper; returns once it answers a status request.
-start_server() {
-	"$REAPER" "$COWRUN" serve --socket "$S" --pidfile "$D/pid" "$@" 2>>"$D/log" 3>&- &
-	srv=$!
-	wait_for 30 "the server to answer" answers_status || { cat "$D/log" >&2; return 1; }
-}
-
-# stop_server: SIGTERM to the master; the reaper's status is in $status.
-stop_server() {
-	kill -TERM "$(cat "$D/pid")"
-	status=0
-	wait "$srv" || status=$?
-	srv=
-	if [ "$status" -eq 99 ]; then cat "$D/log" >&2; return 1; fi
 }
 
 status_has() {

@@ -5,59 +5,16 @@
 # that cannot serves another uid only into a directory that uid owns; the
 # descriptors a client passes are checked for kind and access mode.
 
-load helpers
+load serve-helpers
 
 setup() {
 	[ "$(id -u)" = 0 ] || skip "needs root to act as other users (setpriv)"
-	D=$(mktemp -d /tmp/cwi.XXXXXX)   # short: sun_path holds 108 bytes
+	serve_setup
 	chmod 711 "$D"
-	S=$D/s
-	srv=
-}
-
-teardown() {
-	if [ -n "$srv" ] && kill -0 "$srv" 2>/dev/null; then
-		[ -f "$D/pid" ] && kill -KILL "$(cat "$D/pid")" 2>/dev/null
-		wait "$srv" || true
-	fi
-	rm -rf "$D"
-}
-
-# as USER CMD...: CMD as USER, its own group only.
-as() {
-	local user=$1
-	shift
-	setpriv --reuid="$user" --regid="$(id -g "$user")" --clear-groups "$@"
-}
-
-# start_server_as USER [SERVE OPTIONS] [RUNNER OPTIONS] WORKLOAD ARGS: a
-# server run by USER (root: none) under the reaper, socket mode 0666.
-start_server_as() {
-	local user=$1
-	shift
-	local run=()
-	[ "$user" = root ] || run=(as "$user")
-	"${run[@]}" "$REAPER" "$COWRUN" serve --socket "$S" --socket-mode 0666 --pidfile "$D/pid" "$@" \
-		2>>"$D/log" &
-	srv=$!
-	for _ in $(seq 400); do
-		"${run[@]}" "$COWRUN" submit --socket "$S" --status >/dev/null 2>&1 && return 0
-		kill -0 "$srv" 2>/dev/null || break
-		sleep 0.05
-	done
-	cat "$D/log" >&2
-	return 1
-}
-
-stop_server() {
-	kill -TERM "$(cat "$D/pid")"
-	status=0
-	wait "$srv" || status=$?
-	srv=
 }
 
 @test "serve as root: the batch runs as its client, who cannot write in a directory of root's" {
-	start_server_as root --allow-uid 65534 selftest --tasks 3 --report-bytes 10
+	start_server --socket-mode 0666 --allow-uid 65534 selftest --tasks 3 --report-bytes 10
 	mkdir -m 755 "$D/roots"
 	echo keep > "$D/roots/task-000001"
 	run --separate-stderr as nobody "$COWRUN" submit --socket "$S" -o "$D/roots"
@@ -81,7 +38,7 @@ stop_server() {
 
 @test "serve as another user: a client of another uid only into a directory it owns" {
 	chown daemon "$D"
-	start_server_as daemon --allow-uid 65534 selftest --tasks 3 --report-bytes 10
+	start_server_as daemon --socket-mode 0666 --allow-uid 65534 selftest --tasks 3 --report-bytes 10
 	# A directory both may write in, that the client does not own (/tmp's kind).
 	mkdir -m 1777 "$D/shared"
 	echo keep > "$D/shared/task-000001" && chown daemon "$D/shared/task-000001"
@@ -116,7 +73,7 @@ PY
 }
 
 @test "serve: the output directory must be opened for reading, not path-only" {
-	start_server_as root selftest --tasks 3 --report-bytes 10
+	start_server --socket-mode 0666 selftest --tasks 3 --report-bytes 10
 	run raw_request "$S" "O_PATH|O_DIRECTORY"
 	[ "$status" -eq 0 ]
 	[[ "$output" == "255 the output directory must be a directory opened for reading"* ]]

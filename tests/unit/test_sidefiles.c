@@ -27,23 +27,16 @@
 #include "engine/batch.h"
 #include "run/sidefiles.h"
 #include "os/util.h"
+#include "scratch.h"
 
 static char home[PATH_MAX];   /* the directory the tests started in */
 static char dir[PATH_MAX];    /* this test's directory, the cwd */
 
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
-}
-
 static int enter_dir(void **state)
 {
 	(void)state;
-	snprintf(dir, sizeof dir, "%s/cowrun-sidefiles-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-	if (getcwd(home, sizeof home) == NULL || mkdtemp(dir) == NULL || chdir(dir) != 0)
+	if (getcwd(home, sizeof home) == NULL || scratch_make(dir, sizeof dir, "sidefiles") != 0 ||
+	    chdir(dir) != 0)
 		return -1;
 	return 0;
 }
@@ -53,7 +46,7 @@ static int leave_dir(void **state)
 	(void)state;
 	if (chdir(home) != 0)
 		return -1;
-	return nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+	return scratch_remove(dir);
 }
 
 static void write_file(const char *path, const char *text)
