@@ -459,6 +459,7 @@ int sidefiles_write_stats(struct sidefiles *s, const struct worker_stats *rows, 
 		warnx_("--stats: cannot write '%s': %s", s->paths.stats, strerror(errno));
 		return -1;
 	}
+	s->stats_written = 1;
 	return 0;
 }
 
@@ -473,23 +474,34 @@ int sidefiles_close(struct sidefiles *s, struct batch *b, int complete)
 
 	b->timeline = NULL;
 	/* A timeline of a run that never started is no timeline. */
+	int had_timeline = s->timeline.f != NULL;
 	if (timeline_close(&s->timeline, s->paths.timeline, b->started_ns != 0, s->paths.by_fd) != 0)
 		rc = -1;
+	else if (had_timeline && b->started_ns != 0)
+		s->whole |= SIDEFILE_WHOLE_TIMELINE;
 	if (joblog_close(&s->joblog) != 0)
 		rc = -1;
 	if (journal_close(&s->journal) != 0)
 		rc = -1;
 	int commit = complete && !b->merge_failed;
-	if (s->save.fd >= 0 && commit)
-		rc |= results_commit(&s->save);
-	else if (s->save.fd >= 0)
+	if (s->save.fd >= 0 && commit) {
+		int failed = results_commit(&s->save);
+		rc |= failed;
+		if (!failed)
+			s->whole |= SIDEFILE_WHOLE_SAVE;
+	} else if (s->save.fd >= 0) {
 		results_abort(&s->save);
-	if (s->stats && ((s->paths.by_fd && commit && (fflush(s->stats) != 0 ||
-						       fsync(fileno(s->stats)) != 0)) |
+	}
+	int keep_stats = s->stats_written;
+	if (s->stats && ((s->paths.by_fd && keep_stats && (fflush(s->stats) != 0 ||
+							   fsync(fileno(s->stats)) != 0)) |
 			 fclose(s->stats)) != 0) {
 		warnx_("--stats: cannot write '%s': %s", s->paths.stats, strerror(errno));
 		rc = -1;
+		keep_stats = 0;
 	}
+	if (s->stats && keep_stats)
+		s->whole |= SIDEFILE_WHOLE_STATS;
 	s->stats = NULL;
 	if (s->paths.by_fd) {   /* lent but never opened: the run was refused */
 		int *lent[] = { &s->paths.joblog_fd, &s->paths.journal_fd, &s->paths.save_fd,

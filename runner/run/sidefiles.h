@@ -71,7 +71,19 @@ struct sidefiles {
 	struct joblog joblog;        /* written in place */
 	struct results_writer journal; /* written in place */
 	FILE *stats;                 /* written in place */
+	int stats_written;           /* sidefiles_write_stats() wrote it all */
 	int complete;                /* closed with the saved results committed */
+	unsigned whole;              /* SIDEFILE_WHOLE_*: those a run keeps */
+};
+
+/* The side files written under temporary names, as sidefiles_close()
+ * finds them (s->whole): whole and to be kept, as a direct run keeps
+ * them (the saved results committed, the timeline of a task phase that
+ * started, the stats written). */
+enum {
+	SIDEFILE_WHOLE_SAVE = 1,
+	SIDEFILE_WHOLE_TIMELINE = 2,
+	SIDEFILE_WHOLE_STATS = 4,
 };
 
 /* Take the paths (copied, the strings borrowed); open nothing.  Every

@@ -70,7 +70,7 @@ static const char *field_or_null(const struct proto_request *rq, enum proto_fiel
 }
 
 static int served_run(void *ctx, const struct proto_request *rq, size_t workers,
-		      const int files_in[6], int *complete)
+		      const int files_in[6], unsigned *whole)
 {
 	const struct sidefiles_paths paths = {
 		.save = field_or_null(rq, PF_SAVE),
@@ -108,7 +108,7 @@ static int served_run(void *ctx, const struct proto_request *rq, size_t workers,
 	cfg.reap_later = 1;   /* leader_main() reaps them after its reply */
 	rc = run_batch(&cfg, &b, &files);
 	sidefiles_close(&files, &b, 0);
-	*complete = files.complete;
+	*whole = files.whole;
 	batch_free(&b);
 	return rc;
 }

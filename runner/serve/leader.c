@@ -17,6 +17,7 @@
 #include "guard.h"
 #include "engine/pool.h"
 #include "os/signals.h"
+#include "run/sidefiles.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -26,6 +27,15 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
+
+/* The side files the request gives that are written under temporary
+ * names (SIDEFILE_WHOLE_* bits). */
+static unsigned given_side_files(const struct proto_request *rq)
+{
+	return ((rq->present >> PF_SAVE) & 1u) * SIDEFILE_WHOLE_SAVE |
+	       ((rq->present >> PF_TIMELINE) & 1u) * SIDEFILE_WHOLE_TIMELINE |
+	       ((rq->present >> PF_STATS) & 1u) * SIDEFILE_WHOLE_STATS;
+}
 
 static void __attribute__((noreturn))
 leader_main(const struct serve_hooks *hooks, const struct proto_request *rq, size_t workers,
@@ -48,10 +58,12 @@ leader_main(const struct serve_hooks *hooks, const struct proto_request *rq, siz
 		_exit(255);
 	}
 	signals_watch(fds[0]);
-	int complete = 0;
-	int rc = hooks->run(hooks->ctx, rq, workers, fds + 3, &complete);
+	unsigned whole = 0;
+	int rc = hooks->run(hooks->ctx, rq, workers, fds + 3, &whole);
+	char text[64];
 	fflush(NULL);
-	proto_reply(fds[0], PROTO_EXIT, rc, complete ? PROTO_COMPLETE : "");
+	proto_whole_text(whole, given_side_files(rq), text, sizeof text);
+	proto_reply(fds[0], PROTO_EXIT, rc, text);
 	/* The client has its answer: now the workers' exits, and a standby
 	 * the batch did not need. */
 	pool_standby_drop();

@@ -5,6 +5,7 @@
 #define _GNU_SOURCE
 #include "proto.h"
 #include "os/fdpass.h"
+#include "run/sidefiles.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -184,6 +185,48 @@ int proto_send(int sock, const void *buf, size_t len, const int *fds, size_t nfd
 long proto_recv(int sock, void *buf, size_t size, int *fds, size_t *nfds)
 {
 	return fdpass_recv(sock, buf, size, fds, PROTO_FDS_MAX, nfds);
+}
+
+/* The side files' names in a reply, by bit (SIDEFILE_WHOLE_*). */
+static const char *const whole_names[] = { "results", "timeline", "stats" };
+#define NWHOLE (sizeof whole_names / sizeof whole_names[0])
+_Static_assert(SIDEFILE_WHOLE_SAVE == 1 && SIDEFILE_WHOLE_TIMELINE == 2 &&
+	       SIDEFILE_WHOLE_STATS == 4, "whole_names[] in bit order");
+
+void proto_whole_text(unsigned whole, unsigned given, char *buf, size_t size)
+{
+	size_t n = 0;
+
+	buf[0] = '\0';
+	if (whole == 0)
+		return;
+	if ((whole & given) == given) {
+		snprintf(buf, size, "%s", PROTO_COMPLETE);
+		return;
+	}
+	n = (size_t)snprintf(buf, size, "%s", PROTO_WHOLE);
+	for (size_t i = 0; i < NWHOLE && n < size; i++)
+		if (whole & (1u << i))
+			n += (size_t)snprintf(buf + n, size - n, " %s", whole_names[i]);
+}
+
+unsigned proto_whole_parse(const char *text)
+{
+	unsigned whole = 0;
+	size_t len = strlen(PROTO_WHOLE);
+
+	if (strcmp(text, PROTO_COMPLETE) == 0)
+		return (1u << NWHOLE) - 1;
+	if (strncmp(text, PROTO_WHOLE, len) != 0)
+		return 0;
+	for (const char *p = text + len; *p == ' ';) {
+		size_t word = strcspn(++p, " ");
+		for (size_t i = 0; i < NWHOLE; i++)
+			if (strlen(whole_names[i]) == word && strncmp(p, whole_names[i], word) == 0)
+				whole |= 1u << i;
+		p += word;
+	}
+	return whole;
 }
 
 int proto_reply(int sock, unsigned type, int status, const char *text)

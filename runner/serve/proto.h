@@ -29,9 +29,16 @@
 enum proto_req_type { PROTO_RUN = 1, PROTO_STATUS = 2, PROTO_RELOAD = 3 };
 enum proto_reply_type { PROTO_EXIT = 1, PROTO_ERROR = 2, PROTO_TEXT = 3 };
 
-/* A PROTO_EXIT reply's text when the batch wrote its side files whole
- * (the client may then rename them into place); "" otherwise. */
+/* A PROTO_EXIT reply's text says which side files the batch wrote whole
+ * (the client then renames those into place, and drops the others), as a
+ * direct run would keep them: "complete" when all of them are, else
+ * PROTO_WHOLE and the names of those that are ("whole timeline stats"),
+ * "" for none.  proto_whole_text() and proto_whole_parse() write and
+ * read it (bits: SIDEFILE_WHOLE_* of run/sidefiles.h). */
 #define PROTO_COMPLETE "complete"
+#define PROTO_WHOLE "whole"
+void proto_whole_text(unsigned whole, unsigned given, char *buf, size_t size);
+unsigned proto_whole_parse(const char *text);
 
 /* A request's fields: the runner options a client may give per batch. */
 enum proto_field {

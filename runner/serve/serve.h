@@ -62,10 +62,12 @@ struct serve_hooks {
 	 * files[3..5] the temporary files of --save-results, --timeline and
 	 * --stats (-1 where not given; the run owns them all and never
 	 * renames or removes a file by name); standard output and error are
-	 * the client's.  *complete says whether the side files were written
-	 * whole (the saved results committed).  Returns the exit status. */
+	 * the client's.  *whole says which side files were written whole,
+	 * to be kept as a direct run keeps them (SIDEFILE_WHOLE_*: the saved
+	 * results committed, the timeline of a task phase that started, the
+	 * stats written).  Returns the exit status. */
 	int (*run)(void *ctx, const struct proto_request *rq, size_t workers, const int files[6],
-		   int *complete);
+		   unsigned *whole);
 	/* In a spare leader, before its request: fork its batch's first
 	 * worker in advance (pool_standby_fork()), closing there the ndrop
 	 * descriptors in drop.  0, or -1 (the batch will fork it). */

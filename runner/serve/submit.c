@@ -4,10 +4,12 @@
  * creates the temporary files of --save-results, --timeline and --stats
  * (unnamed, in their final names' directories), and passes them, with its
  * standard output and error, beside the request; the server writes
- * through them.  Once the batch's reply says its side files are whole,
- * submit names each temporary file with its final name itself; otherwise
- * (a failed or interrupted batch, an error, the server gone, submit
- * killed) they go: a final name holds a complete file or nothing.  The
+ * through them.  The batch's reply says which side files are whole, as a
+ * direct run would keep them (saved results of a complete batch, the
+ * timeline of one that started, the stats written): submit names those
+ * with their final names itself; the others go, and all of them go on an
+ * error, the server gone, or submit interrupted or killed: a final name
+ * holds a complete file or nothing.  The
  * request says which side files lie in the output directory, for the
  * batch to refuse one under a report's name.  It exits with the batch's
  * status, as cowrun would.  See serve.h.
@@ -50,8 +52,8 @@ static void submit_usage(void)
 "      --resume, --resume-failed  as for cowrun (with --joblog)\n"
 "      --save-results FILE  --timeline FILE  --stats FILE\n"
 "                     as for cowrun: created here as a temporary file,\n"
-"                     written by the server, named here once the batch\n"
-"                     completed, else dropped\n"
+"                     written by the server, named here when whole (as\n"
+"                     cowrun keeps them), else dropped\n"
 "      --status       list the server's generations and running batches\n"
 "      --reload       start a new generation (a fresh setup); wait for it\n");
 }
@@ -313,13 +315,13 @@ static int keep_temp(struct side_temp *t, const char *final)
 /* The batch ended with `status`, its side files whole or not: give each
  * temporary file its final name, or drop them all.  Returns the exit
  * status: 254 if one could not be named. */
-static int settle_temps(struct submit_args *a, int status, int complete)
+static int settle_temps(struct submit_args *a, int status, unsigned whole)
 {
 	int rc = status;
 
 	for (size_t i = 0; i < NTEMP; i++) {
 		const char *final = a->rq.field[temp_fields[i]];
-		if (a->temp[i].fd < 0 || !complete || status < 0 || status > 101)
+		if (a->temp[i].fd < 0 || !(whole & (1u << i)) || status < 0 || status > 101)
 			continue;
 		if (keep_temp(&a->temp[i], final) != 0) {
 			warnx_("cannot save '%s': %s", final, strerror(errno));
@@ -331,8 +333,8 @@ static int settle_temps(struct submit_args *a, int status, int complete)
 }
 
 /* Wait for the one reply (a batch may take hours) and act on it;
- * *complete: the reply says the side files are whole. */
-static int await_reply(int sock, int *complete)
+ * *whole: the side files the reply says are whole (bit i: temp_fields[i]). */
+static int await_reply(int sock, unsigned *whole)
 {
 	unsigned char buf[PROTO_MSG_MAX];
 	struct proto_reply rp;
@@ -340,7 +342,7 @@ static int await_reply(int sock, int *complete)
 	int fds[PROTO_FDS_MAX];
 	size_t nfds;
 
-	*complete = 0;
+	*whole = 0;
 	for (;;) {
 		struct pollfd pfd = { sock, POLLIN, 0 };
 		if (stop_signal)
@@ -364,7 +366,7 @@ static int await_reply(int sock, int *complete)
 			printf("%s%s", rp.text, rp.text[0] && rp.text[strlen(rp.text) - 1] != '\n' ? "\n" : "");
 		else if (rp.type == PROTO_ERROR)
 			warnx_("submit: %s", rp.text);
-		*complete = rp.type == PROTO_EXIT && strcmp(rp.text, PROTO_COMPLETE) == 0;
+		*whole = rp.type == PROTO_EXIT ? proto_whole_parse(rp.text) : 0;
 		return rp.status & 0xff;
 	}
 	warnx_("submit: the server closed the connection without a result");
@@ -410,7 +412,8 @@ int submit_main(int argc, char **argv)
 {
 	struct submit_args a;
 	unsigned char buf[PROTO_MSG_MAX];
-	int rc = parse_submit(argc, argv, &a), sock, complete = 0;
+	int rc = parse_submit(argc, argv, &a), sock;
+	unsigned whole = 0;
 	int fds[PROTO_FDS_MAX] = { STDOUT_FILENO, STDERR_FILENO };
 	size_t nfds = 0;
 
@@ -447,12 +450,12 @@ int submit_main(int argc, char **argv)
 		warnx_("submit: cannot send the request: %s", strerror(errno));
 		rc = EXIT_LOST;
 	} else
-		rc = await_reply(sock, &complete);
+		rc = await_reply(sock, &whole);
 	for (size_t i = 2; i < nfds; i++)
 		close(fds[i]);
 	/* Closing the connection cancels a batch still running. */
 	close(sock);
-	rc = settle_temps(&a, rc, complete && !stop_signal);
+	rc = settle_temps(&a, rc, stop_signal ? 0 : whole);
 	fflush(stdout);
 	if (stop_signal) {
 		signal(stop_signal, SIG_DFL);

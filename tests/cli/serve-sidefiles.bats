@@ -41,7 +41,8 @@ old_files() {
 }
 
 # side_files_settle NAMED: in $D, with the server of the SIGKILL test:
-# a halted batch keeps the old final files, a submit killed by SIGKILL
+# a halted batch keeps the old saved results and replaces the old
+# timeline and stats, as a direct run does; a submit killed by SIGKILL
 # mid-batch creates no final file and leaves NAMED temporary files (0
 # unnamed, 3 named: the signal no handler sees), a complete batch replaces
 # the old files.
@@ -50,8 +51,11 @@ side_files_settle() {
 	local sides=(--save-results k.res --timeline k.csv --stats k.st)
 	for f in "${old[@]}"; do echo old >"$f"; done
 	run -1 client --tasks 3 --halt now,fail=1 "${sides[@]}"
-	old_files "${old[@]}"
+	old_files k.res
+	[ "$(head -1 k.csv)" = "task,name,worker,pid,start_s,end_s,status" ]
+	[ "$(head -1 k.st)" != old ]
 	[ "$(temps)" -eq 0 ]
+	for f in "${old[@]}"; do echo old >"$f"; done
 	rm -f "$D"/m/*
 	client_cmd
 	"${cmd[@]}" --tasks 2 "${new[@]}" & a=$!
@@ -106,7 +110,7 @@ side_files_settle() {
 	[ "$status" -eq 0 ]
 }
 
-@test "a failed, halted or interrupted served batch leaves no side file, final or temporary" {
+@test "a refused or interrupted served batch leaves no side file, a halted one what a direct run keeps, no temporary" {
 	start_server -j 2 selftest --tasks 6 --sleep-ms 30000 --fail 0 --mark-start "$D/m"
 	cd "$D"
 	# refused by the server: an error reply
@@ -115,13 +119,17 @@ side_files_settle() {
 	[ ! -e a.csv ]
 	[ ! -e a.st ]
 	[ "$(temps)" -eq 0 ]
-	# halted: an exit status of 0..101, but no complete saved results
-	run cowrun --halt now,fail=1 --save-results h0.res -o o selftest --tasks 1 --fail 0
+	# halted: an exit status of 0..101, no complete saved results, but
+	# the timeline and stats of the tasks that ran, as a direct run keeps
+	run cowrun --halt now,fail=1 --save-results h0.res --timeline h0.csv --stats h0.st -o o \
+		selftest --tasks 1 --fail 0
 	[ "$status" -eq 1 ]
 	[ ! -e h0.res ]
-	run -1 submit --tasks 0 --halt now,fail=1 --save-results h.res --timeline h.csv
+	run -1 submit --tasks 0 --halt now,fail=1 --save-results h.res --timeline h.csv --stats h.st
 	[ ! -e h.res ]
-	[ ! -e h.csv ]
+	[ "$(head -1 h.csv)" = "$(head -1 h0.csv)" ]
+	[ "$(cut -d, -f1,2,7 h.csv)" = "$(cut -d, -f1,2,7 h0.csv)" ]
+	[ "$(head -3 h.st)" = "$(head -3 h0.st)" ]
 	[ "$(temps)" -eq 0 ]
 	# interrupted: the client killed mid-batch (SIGTERM); its batch is cancelled
 	rm -f "$D"/m/*

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "serve/proto.h"
+#include "run/sidefiles.h"
 
 static unsigned char buf[PROTO_MSG_MAX];
 
@@ -211,6 +212,30 @@ static void test_reply_helper(void **unused)
 	close(sv[1]);
 }
 
+/* Which side files are whole: "complete" when all given are, else the
+ * names of those that are; read back to the same bits; anything else
+ * (an older server's "", a bad word) is none. */
+static void test_whole_text(void **unused)
+{
+	const unsigned all = SIDEFILE_WHOLE_SAVE | SIDEFILE_WHOLE_TIMELINE | SIDEFILE_WHOLE_STATS;
+	char text[64];
+
+	(void)unused;
+	proto_whole_text(SIDEFILE_WHOLE_TIMELINE, SIDEFILE_WHOLE_TIMELINE, text, sizeof text);
+	assert_string_equal(text, PROTO_COMPLETE);
+	assert_int_equal(proto_whole_parse(text), all);
+	proto_whole_text(SIDEFILE_WHOLE_TIMELINE | SIDEFILE_WHOLE_STATS, all, text, sizeof text);
+	assert_string_equal(text, "whole timeline stats");
+	assert_int_equal(proto_whole_parse(text), SIDEFILE_WHOLE_TIMELINE | SIDEFILE_WHOLE_STATS);
+	proto_whole_text(0, all, text, sizeof text);
+	assert_string_equal(text, "");
+	assert_int_equal(proto_whole_parse(text), 0);
+	assert_int_equal(proto_whole_parse("whole results"), SIDEFILE_WHOLE_SAVE);
+	assert_int_equal(proto_whole_parse("whole resultsx stat"), 0);
+	assert_int_equal(proto_whole_parse("wholesale"), 0);
+	assert_int_equal(proto_whole_parse("completed"), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -221,6 +246,7 @@ int main(void)
 		cmocka_unit_test(test_reply_round_trip),
 		cmocka_unit_test(test_send_recv_fds),
 		cmocka_unit_test(test_reply_helper),
+		cmocka_unit_test(test_whole_text),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
