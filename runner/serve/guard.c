@@ -56,14 +56,20 @@ static void note_client_gone(void)
  * left: give the workers back to the server's cap, once. */
 static void maybe_release(const struct guarded *g)
 {
+	if (g->is_stdout)
+		guard_give_back();
+}
+
+void guard_give_back(void)
+{
 	siginfo_t si;
 
-	if (!g->is_stdout || released || release_fd < 0)
-		return;
 	/* Workers that only exit, and a standby the batch did not take,
 	 * are not worth waiting for the client: gone now. */
 	pool_standby_drop();
 	pool_reap_later();
+	if (released || release_fd < 0)
+		return;
 	memset(&si, 0, sizeof si);
 	if (waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) == 0 || errno != ECHILD)
 		return;   /* a worker is still there */

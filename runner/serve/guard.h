@@ -22,4 +22,8 @@
  * Returns 0 or -1 with errno. */
 int guard_streams(int conn, int release_fd);
 
+/* The batch is over and answered: give its workers back now (once no
+ * worker is left), not when this leader's own exit is reaped. */
+void guard_give_back(void);
+
 #endif

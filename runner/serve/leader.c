@@ -37,6 +37,15 @@ static unsigned given_side_files(const struct proto_request *rq)
 	       ((rq->present >> PF_STATS) & 1u) * SIDEFILE_WHOLE_STATS;
 }
 
+/* The client has its answer: now the workers' exits, and a standby the
+ * batch did not need; then the workers go back to the server's cap before
+ * this process's own exit is torn down and reaped. */
+static void __attribute__((noreturn)) leader_end(int status)
+{
+	guard_give_back();
+	_exit(status & 0xff);
+}
+
 static void __attribute__((noreturn))
 leader_main(const struct serve_hooks *hooks, const struct proto_request *rq, size_t workers,
 	    const int fds[LEADER_FDS], int release_fd)
@@ -48,14 +57,14 @@ leader_main(const struct serve_hooks *hooks, const struct proto_request *rq, siz
 	if (signals_restart() != 0 || dup2(fds[1], STDOUT_FILENO) < 0 ||
 	    dup2(fds[2], STDERR_FILENO) < 0 || guard_streams(fds[0], release_fd) != 0) {
 		proto_reply(fds[0], PROTO_ERROR, 254, "the batch's leader could not start");
-		_exit(254);
+		leader_end(254);
 	}
 	close(fds[1]);
 	close(fds[2]);
 	char why[256];
 	if (leader_take_client(fds[0], fds + 3, why, sizeof why) != 0) {
 		proto_reply(fds[0], PROTO_ERROR, 255, why);
-		_exit(255);
+		leader_end(255);
 	}
 	signals_watch(fds[0]);
 	unsigned whole = 0;
@@ -64,11 +73,7 @@ leader_main(const struct serve_hooks *hooks, const struct proto_request *rq, siz
 	fflush(NULL);
 	proto_whole_text(whole, given_side_files(rq), text, sizeof text);
 	proto_reply(fds[0], PROTO_EXIT, rc, text);
-	/* The client has its answer: now the workers' exits, and a standby
-	 * the batch did not need. */
-	pool_standby_drop();
-	pool_reap_later();
-	_exit(rc & 0xff);
+	leader_end(rc);
 }
 
 pid_t leader_start(const struct serve_hooks *hooks, const struct proto_request *rq,

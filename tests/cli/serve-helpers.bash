@@ -79,3 +79,8 @@ stop_server() {
 	srv=
 	if [ "$status" -eq 99 ]; then cat "$D/log" >&2; return 1; fi
 }
+
+# status_has TEXT: the server's --status mentions it.
+status_has() {
+	submit --status 2>/dev/null | grep -q -- "$1"
+}

@@ -32,10 +32,6 @@ answers_status() {
 	submit --status >/dev/null 2>&1
 }
 
-status_has() {
-	submit --status 2>/dev/null | grep -q -- "$1"
-}
-
 # The pid of the generation in state $1 (ready, loading).
 gen_pid() {
 	submit --status | sed -n "s/^generation [0-9]* pid \([0-9]*\) $1.*/\1/p" | head -1
@@ -383,11 +379,13 @@ PY
 	wait "$sampler"
 	for p in "${bg[@]:1}"; do wait "$p"; done
 	read -r most samples <"$D/seen"
+	# Every batch's workers given back once its leader has ended (it
+	# ends after its client has the reply).
+	wait_for 10 "every worker given back" status_has "workers in use 0,"
 	run -0 submit --status
 	echo "# reloads $reloads, samples $samples, most workers alive at once $most; $(head -1 <<<"$output")" >&3
 	[ "$most" -ge 1 ] && [ "$most" -le 2 ]
 	[ "$reloads" -ge 5 ] && [ "$samples" -ge 50 ]
-	[[ "$output" == *"workers in use 0,"* ]]
 	stop_server
 	[ "$status" -eq 0 ]
 }

@@ -240,6 +240,8 @@ PY
 	for i in $(seq 1000); do
 		submit --tasks 0 >/dev/null || { echo "request $i failed" >&2; false; }
 	done
+	# The last leader ends after its client has the reply.
+	wait_for status_has "0 batches running"
 	run -0 submit --status
 	[[ "$output" == *"requests 1000"* && "$output" == *"0 batches running"* ]]
 	# nothing under the generation but its spare leaders, waiting
