@@ -155,6 +155,17 @@ static void run_batch(const size_t *selected, size_t nselected, size_t workers,
 	batch_free(&b);
 }
 
+/* Every task on `workers` workers: `standby` of them the standby, `forks`
+ * forked; the sum of every task's base + k merged. */
+static void run_all(size_t workers, int reap_later, size_t standby, size_t forks,
+		    struct pool_stats *stats)
+{
+	run_batch(NULL, 0, workers, reap_later, stats);
+	assert_int_equal(stats->standby, standby);
+	assert_int_equal(stats->forks, forks);
+	assert_int_equal(st.sum, st.base * NTASKS + NTASKS * (NTASKS - 1) / 2);
+}
+
 static void reset(uint64_t base)
 {
 	memset(&st, 0, sizeof st);
@@ -212,10 +223,7 @@ static void test_standby_that_does_not_fit_or_died(void **unused)
 	(void)unused;
 	reset(7);
 	assert_int_equal(pool_standby_fork(&other, &st, NULL, 0), 0);
-	run_batch(NULL, 0, 1, 0, &stats);
-	assert_int_equal(stats.standby, 0);
-	assert_int_equal(stats.forks, 1);
-	assert_int_equal(st.sum, 7 * NTASKS + NTASKS * (NTASKS - 1) / 2);
+	run_all(1, 0, 0, 1, &stats);
 	free(stats.per_worker);
 	pool_standby_drop();
 	assert_no_child();
@@ -227,10 +235,7 @@ static void test_standby_that_does_not_fit_or_died(void **unused)
 	assert_int_equal(kill(standby, SIGKILL), 0);
 	siginfo_t si = { 0 };   /* dead (not reaped): its end of the pair closed */
 	assert_int_equal(waitid(P_PID, (id_t)standby, &si, WEXITED | WNOWAIT), 0);
-	run_batch(NULL, 0, 2, 0, &stats);
-	assert_int_equal(stats.standby, 0);
-	assert_int_equal(stats.forks, 2);
-	assert_int_equal(st.sum, 9 * NTASKS + NTASKS * (NTASKS - 1) / 2);
+	run_all(2, 0, 0, 2, &stats);
 	free(stats.per_worker);
 	assert_no_child();
 }
@@ -244,9 +249,7 @@ static void test_reap_later(void **unused)
 	(void)unused;
 	reset(0);
 	assert_int_equal(pool_standby_fork(&workload, &st, NULL, 0), 0);
-	run_batch(NULL, 0, 2, 1, &stats);
-	assert_int_equal(stats.standby, 1);
-	assert_int_equal(st.sum, NTASKS * (NTASKS - 1) / 2);
+	run_all(2, 1, 1, 1, &stats);
 	size_t unreaped = 0;
 	for (size_t i = 0; i < stats.nper_worker; i++) {
 		siginfo_t si = { 0 };
