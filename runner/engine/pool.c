@@ -556,7 +556,10 @@ static int service_worker(struct pool *p, size_t i)
 		warnx_("worker %ld sent a corrupt result stream: stopping it", (long)s->pid);
 		s->corrupt = 1;
 		kill(s->pid, SIGKILL);
-	} else if (s->said_goodbye && p->reap_later && wire_reader_pending(&s->reader) == 0) {
+	} else if (s->said_goodbye && p->reap_later && wire_reader_pending(&s->reader) == 0 &&
+		   tasks_unclaimed(p) == 0) {
+		/* (With work left, a replacement would be forked beside a
+		 * worker still exiting: then its exit is waited for.) */
 		worker_left(p, i);
 	}
 	return 0;

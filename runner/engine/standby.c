@@ -171,6 +171,7 @@ int pool_standby_fork(const struct cowrun_workload *w, void *state, const int *d
 		return errno = saved, -1;
 	}
 	if (pid == 0) {
+		prctl(PR_SET_NAME, "cowrun-standby");   /* first: ps tells it from a worker */
 		close(sv[0]);
 		for (size_t i = 0; i < ndrop; i++)
 			close(drop[i]);
@@ -179,7 +180,6 @@ int pool_standby_fork(const struct cowrun_workload *w, void *state, const int *d
 		if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
 			_exit(0);
 		setpgid(0, 0);
-		prctl(PR_SET_NAME, "cowrun-standby");
 		standby_main(sv[1], parent);
 	}
 	standby.fork_ns = now_ns() - t0;

@@ -328,7 +328,8 @@ PY
 # max_workers_seen MASTER SECONDS: sample the processes three levels
 # below MASTER (master, generation, leader, worker) every 10 ms; print
 # the most seen alive at once, and the number of samples.  A spare
-# leader's standby (named cowrun-standby until its batch takes it) runs
+# leader's standby (named cowrun-standby until its batch takes it; for
+# an instant after its fork still named as its spare, cowrun-spare) runs
 # nothing: not a worker yet.
 max_workers_seen() {
 	python3 - "$1" "$2" <<'PY'
@@ -344,7 +345,7 @@ while time.time() < end:
                     s = f.read()
             except OSError:
                 continue
-            if s[s.index("(") + 1:s.rindex(")")] == "cowrun-standby":
+            if s[s.index("(") + 1:s.rindex(")")] in ("cowrun-standby", "cowrun-spare"):
                 continue
             rest = s[s.rindex(")") + 2:].split()
             state[int(p)], parent[int(p)] = rest[0], int(rest[1])
