@@ -421,8 +421,7 @@ static void worker_left(struct pool *p, size_t i)
 void pool_reap_later(void)
 {
 	for (size_t i = 0; i < leaving.n; i++)
-		while (waitpid(leaving.pids[i], NULL, 0) < 0 && errno == EINTR)
-			;
+		reap_child(leaving.pids[i], NULL);
 	free(leaving.pids);
 	leaving.pids = NULL;
 	leaving.n = leaving.cap = 0;
@@ -438,13 +437,10 @@ static void reap_worker(struct pool *p, size_t i)
 		       (long)s->pid, wire_reader_pending(&s->reader));
 	close(s->fd);
 	s->fd = -1;
-	while (waitpid(s->pid, &status, 0) < 0) {
-		if (errno != EINTR) {
-			/* Not our child any more: nothing to reap. */
-			warnx_("waitpid(%ld): %s", (long)s->pid, strerror(errno));
-			status = 0;
-			break;
-		}
+	if (reap_child(s->pid, &status) < 0) {
+		/* Not our child any more: nothing to reap. */
+		warnx_("waitpid(%ld): %s", (long)s->pid, strerror(errno));
+		status = 0;
 	}
 	worker_ended(p, i, status);
 }
@@ -751,8 +747,7 @@ static void kill_all(struct pool *p)
 			continue;
 		kill(s->pid, SIGKILL);
 		close(s->fd);
-		while (waitpid(s->pid, NULL, 0) < 0 && errno == EINTR)
-			;
+		reap_child(s->pid, NULL);
 		s->state = SLOT_DONE;
 	}
 	p->live = 0;

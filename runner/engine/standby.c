@@ -210,8 +210,7 @@ void pool_standby_drop(void)
 		return;
 	forget_standby();
 	kill(pid, SIGKILL);
-	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
-		;
+	reap_child(pid, NULL);
 }
 
 /* ---- the parent's side ---- */

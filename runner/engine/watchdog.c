@@ -93,15 +93,6 @@ static int wait_for_token(pid_t child, int fd)
 	}
 }
 
-static int reap(pid_t child)
-{
-	int status = 0;
-
-	while (waitpid(child, &status, 0) < 0 && errno == EINTR)
-		;
-	return status;
-}
-
 /* "task K (NAME)" for every running task but `skip`, ", "-separated. */
 static void list_running(const struct batch *b, uint64_t skip, char *buf, size_t size)
 {
@@ -200,7 +191,9 @@ int watchdog_child_finished(void)
 static int watch(const struct batch *b, pid_t child, int fd)
 {
 	int got_token = wait_for_token(child, fd);
-	int status = reap(child);
+	int status = 0;
+
+	reap_child(child, &status);
 
 	child_finished = got_token && WIFEXITED(status);
 	close(fd);

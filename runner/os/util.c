@@ -266,6 +266,15 @@ int signal_from_name(const char *name)
 	return -1;
 }
 
+pid_t reap_child(pid_t child, int *status)
+{
+	pid_t got;
+
+	while ((got = waitpid(child, status, 0)) < 0 && errno == EINTR)
+		;
+	return got;
+}
+
 char *describe_wait_status(int status, char *buf, size_t size)
 {
 	if (WIFEXITED(status))

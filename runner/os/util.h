@@ -46,6 +46,11 @@ const char *signal_name(int sig);
 /* Signal number for "SEGV", "SIGSEGV", "sigsegv" or "11"; -1 if unknown. */
 int signal_from_name(const char *name);
 
+/* Wait for the child `child` to end and reap it (EINTR retried); its
+ * status in *status unless NULL.  Returns child, or -1 with errno (not
+ * our child: nothing to reap). */
+pid_t reap_child(pid_t child, int *status);
+
 /* Describe a waitpid() status: "exited with status 3", "killed by SIGKILL
  * (Killed)".  Writes into buf, returns buf. */
 char *describe_wait_status(int status, char *buf, size_t size);

@@ -146,8 +146,7 @@ static void end_spares(void)
 			continue;
 		pid_t pid = sp->pid;
 		drop_spare(sp);
-		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
-			;
+		reap_child(pid, NULL);
 	}
 }
 

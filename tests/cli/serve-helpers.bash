@@ -84,3 +84,12 @@ stop_server() {
 status_has() {
 	submit --status 2>/dev/null | grep -q -- "$1"
 }
+
+# term_twice: SIGTERM to the master, and once it has taken that one (it
+# stops listening and removes its socket: not merged with the second
+# while still pending), a second SIGTERM, which kills running batches.
+term_twice() {
+	kill -TERM "$(cat "$D/pid")"
+	wait_for eval '[ ! -e "$S" ]'
+	kill -TERM "$(cat "$D/pid")"
+}

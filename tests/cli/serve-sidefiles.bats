@@ -149,9 +149,7 @@ side_files_settle() {
 	rm -f "$D"/m/*
 	"$COWRUN" submit --socket "$S" --tasks 1-4 --save-results g.res --stats g.st & a=$!
 	wait_for eval '[ "$(ls "$D/m" | wc -l)" -eq 2 ]'
-	kill -TERM "$(cat "$D/pid")"
-	wait_for eval 'grep -q "no new requests" "$D/log" || ! [ -S "$S" ]'
-	kill -TERM "$(cat "$D/pid")"
+	term_twice
 	status=0; wait "$a" || status=$?
 	[ "$status" -eq 143 ]
 	[ ! -e g.res ]

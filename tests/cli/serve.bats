@@ -222,11 +222,7 @@ PY
 	start_server -j 2 selftest --tasks 4 --sleep-ms 30000 --mark-start "$D/m"
 	submit 2>"$D/a.err" & a=$!
 	wait_for eval '[ "$(ls "$D/m" | wc -l)" -eq 2 ]'
-	kill -TERM "$(cat "$D/pid")"
-	# The first one taken (the master stops listening and removes its
-	# socket), not merged with the second while still pending.
-	wait_for eval '[ ! -e "$S" ]'
-	kill -TERM "$(cat "$D/pid")"
+	term_twice
 	status=0; wait "$a" || status=$?
 	[ "$status" -eq 143 ]
 	grep -q "interrupted" "$D/a.err"
