@@ -101,7 +101,7 @@ all: bin/cowrun $(BUNDLED) build/forkcost build/psswatch
 # and friends from this binary.
 bin/cowrun: build/runner/cli/main.o build/runner/workload/registry.o $(RUNNER_OBJ) $(WORKLOAD_OBJ)
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -rdynamic -o $@ $^ $(LDLIBS)
+	$(CC) $(ALL_CFLAGS) -rdynamic -Wl,-z,now,-z,relro -o $@ $^ $(LDLIBS)
 
 # Where the installed binary finds the bundled workloads, relative to its
 # own directory, and which names are bundled: compiled in, and recompiled
