@@ -409,9 +409,16 @@ int hold_standard_fds(void)
 
 int make_dirs(const char *path)
 {
+	return make_dirs_noting(path, NULL, 0);
+}
+
+int make_dirs_noting(const char *path, char *first_made, size_t size)
+{
 	char buf[PATH_MAX];
 	size_t len = strlen(path);
 
+	if (first_made != NULL && size > 0)
+		first_made[0] = '\0';
 	if (len == 0 || len >= sizeof buf) {
 		errno = len ? ENAMETOOLONG : ENOENT;
 		return -1;
@@ -423,8 +430,11 @@ int make_dirs(const char *path)
 			continue;
 		char saved = *p;
 		*p = '\0';
-		if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+		int made = mkdir(buf, 0777) == 0;
+		if (!made && errno != EEXIST)
 			return -1;
+		if (made && first_made != NULL && size > 0 && !first_made[0])
+			snprintf(first_made, size, "%s", buf);
 		*p = saved;
 		if (saved == '\0')
 			break;
@@ -437,4 +447,25 @@ int make_dirs(const char *path)
 		return -1;
 	}
 	return 0;
+}
+
+void remove_made_dirs(const char *path, const char *first_made)
+{
+	char buf[PATH_MAX];
+	size_t top = strlen(first_made);
+
+	if (top == 0 || snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf ||
+	    strncmp(buf, first_made, top) != 0)
+		return;
+	for (;;) {
+		size_t len = strlen(buf);
+		while (len > top && buf[len - 1] == '/')
+			buf[--len] = '\0';   /* "out/" is "out" */
+		if (rmdir(buf) != 0 || len <= top)
+			return;
+		char *slash = strrchr(buf, '/');
+		if (slash == NULL || (size_t)(slash - buf) < top)
+			return;
+		*slash = '\0';
+	}
 }

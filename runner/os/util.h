@@ -115,4 +115,13 @@ int open_dir_nofollow(const char *path);
  * Returns 0, or -1 with errno set. */
 int make_dirs(const char *path);
 
+/* make_dirs(), noting in first_made (size bytes) the first level this
+ * call created ("" if none): what remove_made_dirs() takes back. */
+int make_dirs_noting(const char *path, char *first_made, size_t size);
+
+/* Remove path and its parents up to first_made (as make_dirs_noting()
+ * noted it), each only if empty; stops at the first that is not.  For a
+ * run refused after its directories were made: it leaves none behind. */
+void remove_made_dirs(const char *path, const char *first_made);
+
 #endif

@@ -70,10 +70,19 @@ struct side_temp {
 	char name[PATH_MAX];    /* "": unnamed */
 };
 
+/* What submit created for a run request by its user's name, taken back
+ * when the server refuses the request (no task ran): a refused run leaves
+ * the disk as it found it, as a direct run does. */
+struct made {
+	char outdir[PATH_MAX];   /* the first level of -o's path made here, "" none */
+	int joblog, journal;     /* created here (O_EXCL succeeded) */
+};
+
 struct submit_args {
 	const char *socket_path;
 	struct proto_request rq;
 	struct side_temp temp[NTEMP];
+	struct made made;
 };
 
 /* SIGTERM, SIGINT, SIGHUP while a batch runs: remove the temporary files
@@ -175,36 +184,63 @@ static int connect_to(const char *path)
 	return fd;
 }
 
-/* The output directory, created if missing, opened here with the
- * client's own rights.  Returns it or -1 after a message. */
-static int open_outdir(const char *dir)
+/* The output directory, created if missing (the first level made noted
+ * in made), opened here with the client's own rights.  Returns it or -1
+ * after a message. */
+static int open_outdir(const char *dir, char *made, size_t size)
 {
 	int fd = -1;
 
-	if (make_dirs(dir) == 0)
+	if (make_dirs_noting(dir, made, size) == 0)
 		fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
 		warnx_("submit: cannot create output directory '%s': %s", dir, strerror(errno));
 	return fd;
 }
 
+/* open(path, flags | O_CREAT): *made says whether this call created it
+ * (O_EXCL first; an existing file, or a link to one, opened as it is). */
+static int open_noting(const char *path, int flags, int *made)
+{
+	int fd = open(path, flags | O_CREAT | O_EXCL, 0666);
+
+	*made = fd >= 0;
+	if (fd < 0 && errno == EEXIST)
+		fd = open(path, flags | O_CREAT, 0666);
+	return fd;
+}
+
+/* Remove path if this submit created it (made) and it is still the
+ * empty file fd: the batch, which writes a header first, never had it. */
+static void remove_if_made_empty(const char *path, int fd, int made)
+{
+	struct stat st, named;
+
+	if (made && fd >= 0 && fstat(fd, &st) == 0 && st.st_size == 0 &&
+	    lstat(path, &named) == 0 && named.st_dev == st.st_dev && named.st_ino == st.st_ino)
+		unlink(path);
+}
+
 /* --joblog: the joblog (not truncated: the batch does that once it has
  * its lock) and its journal, opened here with the client's own rights.
  * Returns 0 or -1 after a message. */
-static int open_joblog(const char *arg, int fds[2])
+static int open_joblog(const char *arg, int fds[2], struct made *made)
 {
 	char journal[PATH_MAX];
 	const char *path = arg[0] == '+' ? arg + 1 : arg;
 
 	resume_journal_path(arg, journal, sizeof journal);
 	fds[1] = -1;
-	fds[0] = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
-	if (fds[0] >= 0 && (fds[1] = open(journal, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0666)) >= 0)
+	fds[0] = open_noting(path, O_RDWR | O_CLOEXEC, &made->joblog);
+	if (fds[0] >= 0 &&
+	    (fds[1] = open_noting(journal, O_RDWR | O_NOFOLLOW | O_CLOEXEC, &made->journal)) >= 0)
 		return 0;
 	warnx_("submit: --joblog: cannot open '%s': %s", fds[0] < 0 ? path : journal,
 	       strerror(errno));
-	if (fds[0] >= 0)
+	if (fds[0] >= 0) {
+		remove_if_made_empty(path, fds[0], made->joblog);
 		close(fds[0]);
+	}
 	return -1;
 }
 
@@ -385,6 +421,25 @@ static void catch_stops(void)
 	sigaction(SIGHUP, &sa, NULL);
 }
 
+/* Close the descriptors open_run_files() opened (fds[2..nfds)); when no
+ * task ran (status 255), take back what it created: the joblog and journal
+ * if still empty, the output directory and the parents it made if empty. */
+static void close_run_files(struct submit_args *a, int *fds, size_t nfds, int status)
+{
+	const char *joblog = a->rq.field[PF_JOBLOG];
+	char journal[PATH_MAX];
+
+	if (status == EXIT_BAD && nfds == 5) {
+		resume_journal_path(joblog, journal, sizeof journal);
+		remove_if_made_empty(joblog[0] == '+' ? joblog + 1 : joblog, fds[3], a->made.joblog);
+		remove_if_made_empty(journal, fds[4], a->made.journal);
+	}
+	for (size_t i = 2; i < nfds; i++)
+		close(fds[i]);
+	if (status == EXIT_BAD)
+		remove_made_dirs(a->rq.field[PF_OUTDIR], a->made.outdir);
+}
+
 /* A run request's descriptors after standard output and error: the
  * output directory, the joblog and its journal (fds[2..*nfds), the
  * caller's to close), and the temporary side files (a->temp).  Returns 0
@@ -392,18 +447,18 @@ static void catch_stops(void)
 static int open_run_files(struct submit_args *a, int *fds, size_t *nfds)
 {
 	*nfds = 2;
-	if ((fds[2] = open_outdir(a->rq.field[PF_OUTDIR])) < 0)
-		return -1;
+	if ((fds[2] = open_outdir(a->rq.field[PF_OUTDIR], a->made.outdir, sizeof a->made.outdir)) < 0)
+		goto fail;   /* mkdir -p may have made parents */
 	*nfds = 3;
-	if ((a->rq.present & (1u << PF_JOBLOG)) && open_joblog(a->rq.field[PF_JOBLOG], fds + 3) == 0)
+	if ((a->rq.present & (1u << PF_JOBLOG)) &&
+	    open_joblog(a->rq.field[PF_JOBLOG], fds + 3, &a->made) == 0)
 		*nfds = 5;
 	else if (a->rq.present & (1u << PF_JOBLOG))
 		goto fail;
 	if (create_temps(a) == 0)
 		return 0;
 fail:
-	for (size_t i = 2; i < *nfds; i++)
-		close(fds[i]);
+	close_run_files(a, fds, *nfds, EXIT_BAD);
 	*nfds = 0;
 	return -1;
 }
@@ -445,14 +500,14 @@ int submit_main(int argc, char **argv)
 	fflush(NULL);
 	/* A refused client (its uid) may find the connection closed: the
 	 * reply that says why waits on it all the same. */
-	if (proto_send(sock, buf, (size_t)len, fds, add_temp_fds(&a, fds, nfds)) != 0 &&
-	    errno != EPIPE) {
+	int sent = proto_send(sock, buf, (size_t)len, fds, add_temp_fds(&a, fds, nfds)) == 0 ||
+		   errno == EPIPE;
+	if (!sent) {
 		warnx_("submit: cannot send the request: %s", strerror(errno));
 		rc = EXIT_LOST;
 	} else
 		rc = await_reply(sock, &whole);
-	for (size_t i = 2; i < nfds; i++)
-		close(fds[i]);
+	close_run_files(&a, fds, nfds, sent ? rc : EXIT_BAD);   /* not sent: no task ran */
 	/* Closing the connection cancels a batch still running. */
 	close(sock);
 	rc = settle_temps(&a, rc, stop_signal ? 0 : whole);

@@ -7,7 +7,7 @@
 # refused as a direct run refuses it; --resume and --resume-failed through
 # the joblog and journal the client passed, the inputs checked as a direct
 # run checks them.  Every server runs under the reaper and is stopped by
-# its pid.
+# its pid.  A refused request leaves no file submit made for it.
 
 load serve-helpers
 
@@ -111,14 +111,27 @@ side_files_settle() {
 }
 
 @test "a refused or interrupted served batch leaves no side file, a halted one what a direct run keeps, no temporary" {
-	start_server -j 2 selftest --tasks 6 --sleep-ms 30000 --fail 0 --mark-start "$D/m"
+	start_server -j 2 selftest --tasks 6 --slow 1,2,3,4,5:30000 --fail 0 --mark-start "$D/m"
 	cd "$D"
-	# refused by the server: an error reply
-	run -255 submit --tasks 99 --save-results a.res --timeline a.csv --stats a.st
+	# refused by the server: an error reply, and the disk as it was (a
+	# joblog and journal, an output directory and its parents submit
+	# made are taken back; what was there stays)
+	echo kept >k.log
+	mkdir p
+	run -255 submit --tasks 99 --save-results a.res --timeline a.csv --stats a.st \
+		--joblog a.log -o p/q/r
 	[ ! -e a.res ]
 	[ ! -e a.csv ]
 	[ ! -e a.st ]
+	[ ! -e a.log ]
+	[ ! -e a.log.res ]
+	[ -z "$(ls -A p)" ]
 	[ "$(temps)" -eq 0 ]
+	run -255 submit --tasks 99 --joblog k.log -o p/q
+	[ "$(cat k.log)" = kept ]
+	[ ! -e k.log.res ]
+	[ -z "$(ls -A p)" ]
+	[ ! -e out ]
 	# halted: an exit status of 0..101, no complete saved results, but
 	# the timeline and stats of the tasks that ran, as a direct run keeps
 	run cowrun --halt now,fail=1 --save-results h0.res --timeline h0.csv --stats h0.st -o o \
@@ -190,10 +203,12 @@ side_files_settle() {
 	run -255 --separate-stderr submit -o rep --stats rep/task-000001
 	served=$stderr
 	[ "$served" = "cowrun: --stats: 'rep/task-000001' is the report file of task 'task-000001' in output directory 'rep'" ]
-	[ -z "$(ls -A rep)" ]   # no report, no temporary file
+	[ ! -e rep ]   # no report, no temporary file, not even the directory
 	run -255 --separate-stderr cowrun -o rep --stats rep/task-000001 "${w[@]}"
 	[ "$stderr" = "$served" ]
+	[ ! -e rep ]
 	# another spelling, through a link; the joblog stays as it was
+	mkdir rep
 	echo old >rep/task-000002
 	ln -s rep lrep
 	run -255 --separate-stderr submit -o rep/ --joblog ./lrep/task-000002
@@ -209,7 +224,7 @@ side_files_settle() {
 	run -255 --separate-stderr cowrun --save-results out/task-000000 --timeline t.csv "${w[@]}"
 	[ "$stderr" = "$served" ]
 	[ "$(echo "$served" | wc -l)" -eq 1 ]
-	[ -z "$(ls -A out)" ]
+	[ ! -e out ]
 	[ ! -e t.csv ]
 	[ "$(temps)" -eq 0 ]
 	# in -o under a name no task has: written

@@ -534,9 +534,42 @@ static void test_close_incomplete(void **state)
 	assert_int_equal(access("x.res", F_OK), -1);
 }
 
+/* What make_dirs_noting() made, remove_made_dirs() takes back: only the
+ * levels this call made, only while empty. */
+static void test_made_dirs_taken_back(void **state)
+{
+	char made[PATH_MAX];
+	struct stat st;
+
+	(void)state;
+	assert_int_equal(mkdir("a", 0777), 0);
+	assert_int_equal(make_dirs_noting("a/b/c/", made, sizeof made), 0);
+	assert_string_equal(made, "a/b");
+	remove_made_dirs("a/b/c/", made);
+	assert_int_equal(stat("a/b", &st), -1);
+	assert_int_equal(stat("a", &st), 0);
+	/* nothing made: nothing taken */
+	assert_int_equal(make_dirs_noting("a", made, sizeof made), 0);
+	assert_string_equal(made, "");
+	remove_made_dirs("a", made);
+	assert_int_equal(stat("a", &st), 0);
+	/* a level that is no longer empty stays, and those above it */
+	assert_int_equal(make_dirs_noting("p/q/r", made, sizeof made), 0);
+	assert_string_equal(made, "p");
+	write_file("p/q/kept", "x");
+	remove_made_dirs("p/q/r", made);
+	assert_int_equal(stat("p/q/r", &st), -1);
+	assert_int_equal(stat("p/q/kept", &st), 0);
+	/* a file where a level goes: an error, what was made noted */
+	write_file("f", "x");
+	assert_int_equal(make_dirs_noting("f/x", made, sizeof made), -1);
+	assert_string_equal(made, "");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_made_dirs_taken_back, enter_dir, leave_dir),
 		cmocka_unit_test_setup_teardown(test_same_existing_file, enter_dir, leave_dir),
 		cmocka_unit_test_setup_teardown(test_same_existing_file_other_spelling, enter_dir, leave_dir),
 		cmocka_unit_test_setup_teardown(test_same_existing_file_through_links, enter_dir, leave_dir),
