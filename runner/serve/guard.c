@@ -4,7 +4,6 @@
  */
 #define _GNU_SOURCE
 #include "guard.h"
-#include "engine/pool.h"
 #include "os/signals.h"
 #include "os/util.h"
 
@@ -16,7 +15,6 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/time.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #define WAIT_MS 100   /* how long one wait or one write may take */
@@ -27,8 +25,9 @@ struct guarded {
 };
 
 static struct guarded out = { STDOUT_FILENO, 1 }, err = { STDERR_FILENO, 0 };
-static int conn = -1, release_fd = -1;
-static int client_gone, released, plain;
+static int conn = -1;
+static int client_gone, plain;
+static void (*on_stall)(void);   /* guard_streams()'s stalled */
 
 /* Only there to cut a blocked write short (no SA_RESTART). */
 static void on_alarm(int sig)
@@ -40,7 +39,8 @@ static void on_alarm(int sig)
 static void in_child(void)
 {
 	plain = 1;
-	conn = release_fd = -1;
+	conn = -1;
+	on_stall = NULL;
 	signal(SIGALRM, SIG_DFL);
 }
 
@@ -52,30 +52,12 @@ static void note_client_gone(void)
 		signals_watched_gone();
 }
 
-/* The summary waits on a client that does not read and no worker is
- * left: give the workers back to the server's cap, once. */
-static void maybe_release(const struct guarded *g)
+/* Standard output waits on a client that does not read: tell the
+ * leader (each time: it acts once). */
+static void note_stall(const struct guarded *g)
 {
-	if (g->is_stdout)
-		guard_give_back();
-}
-
-void guard_give_back(void)
-{
-	siginfo_t si;
-
-	/* Workers that only exit, and a standby the batch did not take,
-	 * are not worth waiting for the client: gone now. */
-	pool_standby_drop();
-	pool_reap_later();
-	if (released || release_fd < 0)
-		return;
-	memset(&si, 0, sizeof si);
-	if (waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) == 0 || errno != ECHILD)
-		return;   /* a worker is still there */
-	pid_t pid = getpid();
-	if (write(release_fd, &pid, sizeof pid) == (ssize_t)sizeof pid)
-		released = 1;
+	if (g->is_stdout && on_stall != NULL)
+		on_stall();
 }
 
 /* Wait for room on g->fd.  Returns 1 to write (room, or an error the
@@ -99,7 +81,7 @@ static int wait_room(const struct guarded *g)
 		errno = client_gone ? EPIPE : ECANCELED;
 		return -1;
 	}
-	maybe_release(g);
+	note_stall(g);
 	return 0;
 }
 
@@ -140,7 +122,7 @@ static ssize_t guarded_write(void *cookie, const char *buf, size_t size)
 	return (ssize_t)done;
 }
 
-int guard_streams(int conn_fd, int release)
+int guard_streams(int conn_fd, void (*stalled)(void))
 {
 	static const cookie_io_functions_t io = { NULL, guarded_write, NULL, NULL };
 	struct sigaction sa;
@@ -161,7 +143,7 @@ int guard_streams(int conn_fd, int release)
 	stdout = o;
 	stderr = e;
 	conn = conn_fd;
-	release_fd = release;
+	on_stall = stalled;
 	o = e = NULL;
 	rc = 0;
 out:

@@ -9,21 +9,18 @@
  * up, and fails, once the client is gone (it cancels the batch) or the
  * batch is being killed (a second SIGTERM).
  *
- * While the summary waits for a client that does not read, and no
- * worker is left, the leader gives its workers back to the server's cap
- * (a client can stall only itself): it writes its pid to `release_fd`.
+ * While standard output waits for a client that does not read, the
+ * guard says so (`stalled`), and the leader gives its workers back to the
+ * server's cap once none is left (a client can stall only itself).
  */
 #ifndef COWRUN_SERVE_GUARD_H
 #define COWRUN_SERVE_GUARD_H
 
 /* In the leader, after descriptors 1 and 2 are the client's: replace
- * stdout and stderr (the leader owns `conn` and `release_fd`; neither is
- * closed here).  In the processes it forks, the streams write plainly.
- * Returns 0 or -1 with errno. */
-int guard_streams(int conn, int release_fd);
-
-/* The batch is over and answered: give its workers back now (once no
- * worker is left), not when this leader's own exit is reaped. */
-void guard_give_back(void);
+ * stdout and stderr (the leader owns `conn`; it is not closed here).
+ * stalled, unless NULL, is called each time a write to standard output
+ * has waited WAIT_MS for room.  In the processes the leader forks, the
+ * streams write plainly.  Returns 0 or -1 with errno. */
+int guard_streams(int conn, void (*stalled)(void));
 
 #endif

@@ -26,6 +26,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 /* The side files the request gives that are written under temporary
@@ -37,12 +38,36 @@ static unsigned given_side_files(const struct proto_request *rq)
 	       ((rq->present >> PF_STATS) & 1u) * SIDEFILE_WHOLE_STATS;
 }
 
-/* The client has its answer: now the workers' exits, and a standby the
- * batch did not need; then the workers go back to the server's cap before
- * this process's own exit is torn down and reaped. */
+/* The generation's pipe for the pids of leaders whose workers are gone. */
+static int release_pipe = -1;
+
+/* Give this batch's workers back to the server's cap, once, when none is
+ * left: first a standby the batch did not take and workers that only exit
+ * (not worth waiting on a client for), so the cap is not held until this
+ * leader's own exit is torn down and reaped, nor by a client that does
+ * not read (the guard's stalled()). */
+static void give_back(void)
+{
+	static int given;
+	siginfo_t si;
+
+	pool_standby_drop();
+	pool_reap_later();
+	if (given || release_pipe < 0)
+		return;
+	memset(&si, 0, sizeof si);
+	if (waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) == 0 || errno != ECHILD)
+		return;   /* a worker is still there */
+	pid_t pid = getpid();
+	if (write(release_pipe, &pid, sizeof pid) == (ssize_t)sizeof pid)
+		given = 1;
+}
+
+/* The client has its answer, or cannot have one: the workers go back to
+ * the server's cap, then this process ends. */
 static void __attribute__((noreturn)) leader_end(int status)
 {
-	guard_give_back();
+	give_back();
 	_exit(status & 0xff);
 }
 
@@ -50,12 +75,13 @@ static void __attribute__((noreturn))
 leader_main(const struct serve_hooks *hooks, const struct proto_request *rq, size_t workers,
 	    const int fds[LEADER_FDS], int release_fd)
 {
+	release_pipe = release_fd;
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	signal(SIGCHLD, SIG_DFL);
 	signal(SIGHUP, SIG_DFL);
 	signal(SIGPIPE, SIG_IGN);
 	if (signals_restart() != 0 || dup2(fds[1], STDOUT_FILENO) < 0 ||
-	    dup2(fds[2], STDERR_FILENO) < 0 || guard_streams(fds[0], release_fd) != 0) {
+	    dup2(fds[2], STDERR_FILENO) < 0 || guard_streams(fds[0], give_back) != 0) {
 		proto_reply(fds[0], PROTO_ERROR, 254, "the batch's leader could not start");
 		leader_end(254);
 	}
