@@ -4,8 +4,10 @@
  * batch's workers (the cap is the whole server's: ledger.h).  A request
  * whose client goes away before its batch starts gets no leader.  The
  * leaders are forked in advance: SPARE_LEADERS spares wait for a request
- * each, a granted request goes to one (a new spare is forked after), or
- * to a leader forked then if none is left.  See serve.h.
+ * each, lent to the master, which hands a request granted at once to one
+ * directly (TOOK); a request that waited for its workers goes to a leader
+ * forked then (or to a spare the master could not take).  New spares are
+ * forked once no batch runs.  See serve.h.
  */
 #define _GNU_SOURCE
 #include "serve_internal.h"
@@ -25,10 +27,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define MAX_LEADERS 64
 #define MAX_QUEUE 64
 #define KILL_REPEAT_MS 100
-#define SPARE_LEADERS 2
 
 struct leader_slot {
 	pid_t pid;               /* 0: free */
@@ -36,10 +36,12 @@ struct leader_slot {
 	size_t workers;          /* granted and not given back yet */
 };
 
-/* A leader forked in advance, waiting on chan for a request. */
+/* A leader forked in advance, waiting on its pair for a request: the
+ * generation's end is chan, or the master's (lent: chan is -1). */
 struct spare {
 	pid_t pid;               /* 0: none */
 	int chan;
+	int lent;
 };
 
 /* A request waiting for its workers: its descriptors (connection,
@@ -68,8 +70,11 @@ static struct generation_state {
 	size_t ntasks;           /* the setup's task count */
 } G;
 
-static void note(int kind, pid_t pid, pid_t client, size_t workers, uint32_t ticket,
-		 const char *text)
+/* A note to the master, with the descriptor fd unless it is -1.
+ * Returns 0, or -1 (the master is gone or not reading: the channel is
+ * closed). */
+static int note_fd(int kind, pid_t pid, pid_t client, size_t workers, uint32_t ticket,
+		   const char *text, int fd)
 {
 	static struct gen_note n;
 
@@ -82,10 +87,21 @@ static void note(int kind, pid_t pid, pid_t client, size_t workers, uint32_t tic
 	n.ntasks = G.ntasks;
 	snprintf(n.text, sizeof n.text, "%s", text ? text : "");
 	size_t len = offsetof(struct gen_note, text) + strlen(n.text) + 1;
-	if (G.chan >= 0 && send(G.chan, &n, len, MSG_NOSIGNAL) < 0 && errno != EAGAIN) {
+	if (G.chan < 0)
+		return -1;
+	if (proto_send(G.chan, &n, len, &fd, fd >= 0) == 0)
+		return 0;
+	if (errno != EAGAIN) {
 		close(G.chan);
 		G.chan = -1;
 	}
+	return -1;
+}
+
+static void note(int kind, pid_t pid, pid_t client, size_t workers, uint32_t ticket,
+		 const char *text)
+{
+	(void)note_fd(kind, pid, client, workers, ticket, text, -1);
 }
 
 static void close_fds(int fds[LEADER_FDS])
@@ -120,24 +136,36 @@ static void close_in_leader(const void *ctx)
 
 static void drop_spare(struct spare *sp)
 {
-	close(sp->chan);
-	*sp = (struct spare){ 0, -1 };
+	if (sp->chan >= 0)
+		close(sp->chan);
+	*sp = (struct spare){ 0, -1, 0 };
 }
 
-/* Fork the spares missing (a failed fork is tried again next time). */
+/* Fork the spares missing (a failed fork is tried again next time) and
+ * lend each to the master: its end of the pair goes with the note.  One
+ * the master cannot take stays the generation's. */
 static void fill_spares(void)
 {
 	for (size_t i = 0; i < SPARE_LEADERS; i++) {
 		struct spare *sp = &G.spares[i];
-		if (sp->pid == 0)
-			sp->pid = leader_spare_start(G.hooks, G.release[1], &sp->chan,
-						     close_in_leader, NULL);
+		if (sp->pid != 0)
+			continue;
+		sp->pid = leader_spare_start(G.hooks, G.release[1], &sp->chan, close_in_leader, NULL);
 		if (sp->pid < 0)
-			*sp = (struct spare){ 0, -1 };
+			*sp = (struct spare){ 0, -1, 0 };
+		else if (note_fd(NOTE_SPARE, sp->pid, 0, 0, 0, NULL, sp->chan) == 0) {
+			close(sp->chan);
+			sp->chan = -1;
+			sp->lent = 1;
+		}
 	}
 }
 
-/* Retiring: every spare told to end (its pair closed), and reaped. */
+/* Retiring: every spare ended and reaped.  One of the generation's is
+ * told so (its pair closed); a lent one, whose end the master holds (and
+ * closes when it retires this generation), is killed: it holds nothing,
+ * and no batch was handed to it (the master's TOOK would have come
+ * before its RETIRE). */
 static void end_spares(void)
 {
 	for (size_t i = 0; i < SPARE_LEADERS; i++) {
@@ -145,17 +173,20 @@ static void end_spares(void)
 		if (sp->pid == 0)
 			continue;
 		pid_t pid = sp->pid;
+		if (sp->lent)
+			kill(pid, SIGKILL);
 		drop_spare(sp);
 		reap_child(pid, NULL);
 	}
 }
 
-/* q's batch to a spare, if one takes it.  Returns its pid, or 0. */
+/* q's batch to a spare of the generation's own, if one takes it.  Returns
+ * its pid, or 0. */
 static pid_t hand_to_spare(const struct queued *q, size_t workers)
 {
 	for (size_t i = 0; i < SPARE_LEADERS; i++) {
 		struct spare *sp = &G.spares[i];
-		if (sp->pid == 0)
+		if (sp->pid == 0 || sp->lent)
 			continue;
 		pid_t pid = sp->pid;
 		int rc = leader_spare_hand(sp->chan, &q->rq, workers, q->fds);
@@ -205,6 +236,29 @@ static void start_leader(struct queued *q, size_t workers)
 	} else if (workers > 0)
 		note(NOTE_FREE, 0, q->client, workers, q->ticket, NULL);
 	drop_queued(q);
+}
+
+/* The master handed a lent spare its batch: a leader now.  A spare that
+ * ended before this came was told as SPARE_GONE (the master ends its
+ * batch then). */
+static void took(const struct gen_took *t)
+{
+	for (size_t i = 0; i < SPARE_LEADERS; i++) {
+		struct spare *sp = &G.spares[i];
+		if (sp->pid != t->pid || !sp->lent)
+			continue;
+		struct leader_slot *slot = free_slot();
+		drop_spare(sp);
+		if (slot == NULL) {   /* the master counts them: not reached */
+			kill(t->pid, SIGKILL);
+			reap_child(t->pid, NULL);
+			note(NOTE_END, t->pid, t->client, t->workers, 0, NULL);
+			return;
+		}
+		*slot = (struct leader_slot){ t->pid, t->client, t->workers };
+		G.nleaders++;
+		return;
+	}
 }
 
 /* The master granted a waiting batch its workers. */
@@ -270,6 +324,7 @@ static void read_chan(void)
 	size_t nfds;
 	long n = proto_recv(G.chan, buf, sizeof buf, fds, &nfds);
 	struct gen_grant gr;
+	struct gen_took t;
 
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return;
@@ -282,6 +337,9 @@ static void read_chan(void)
 	else if (n == (long)sizeof gr && memcmp(buf, GRANT_MAGIC, 4) == 0) {
 		memcpy(&gr, buf, sizeof gr);
 		granted(&gr);
+	} else if (n == (long)sizeof t && memcmp(buf, TOOK_MAGIC, 4) == 0) {
+		memcpy(&t, buf, sizeof t);
+		took(&t);
 	} else if (n >= (long)sizeof(struct gen_passed) && memcmp(buf, PASSED_MAGIC, 4) == 0) {
 		struct gen_passed head;
 		memcpy(&head, buf, sizeof head);
@@ -321,9 +379,15 @@ static void reap_leaders(void)
 
 	while ((pid = waitpid(-1, NULL, WNOHANG)) > 0 || (pid < 0 && errno == EINTR)) {
 		struct leader_slot *s = find_leader(pid);
-		for (size_t i = 0; s == NULL && i < SPARE_LEADERS; i++)
-			if (G.spares[i].pid == pid)
-				drop_spare(&G.spares[i]);   /* killed while it waited */
+		for (size_t i = 0; s == NULL && i < SPARE_LEADERS; i++) {
+			if (G.spares[i].pid != pid)
+				continue;
+			/* Killed while it waited, or a lent one that ran a batch
+			 * whose TOOK is still on its way. */
+			if (G.spares[i].lent)
+				note(NOTE_SPARE_GONE, pid, 0, 0, 0, NULL);
+			drop_spare(&G.spares[i]);
+		}
 		if (s == NULL)
 			continue;
 		note(NOTE_END, pid, s->client, s->workers, 0, NULL);
@@ -445,7 +509,7 @@ void generation_main(int chan, unsigned id, const struct serve_config *cfg,
 	G.hooks = hooks;
 	G.max_workers = cfg->max_workers ? cfg->max_workers : (size_t)cpu_count();
 	for (size_t i = 0; i < SPARE_LEADERS; i++)
-		G.spares[i] = (struct spare){ 0, -1 };
+		G.spares[i] = (struct spare){ 0, -1, 0 };
 	if (serve_signals_init() != 0 || pipe2(G.release, O_CLOEXEC | O_NONBLOCK) != 0 ||
 	    run_setup(why, sizeof why) != 0) {
 		note(NOTE_FAILED, getpid(), 0, 0, 0, why);

@@ -203,12 +203,24 @@ pid_t leader_spare_start(const struct serve_hooks *hooks, int release_fd, int *c
 	spare_main(hooks, sv[1], release_fd, comm);
 }
 
-int leader_spare_hand(int chan, const struct proto_request *rq, size_t workers,
-		      const int fds[LEADER_FDS])
+int leader_spare_hand_encoded(int chan, const unsigned char *req, size_t len, size_t workers,
+			      const int *fds, size_t nfds)
 {
 	unsigned char buf[sizeof(uint32_t) + PROTO_MSG_MAX];
 	uint32_t w = (uint32_t)workers;
-	long len = proto_encode_request(rq, buf + sizeof w, PROTO_MSG_MAX);
+
+	if (len > PROTO_MSG_MAX)
+		return errno = EMSGSIZE, -1;
+	memcpy(buf, &w, sizeof w);
+	memcpy(buf + sizeof w, req, len);
+	return proto_send(chan, buf, sizeof w + len, fds, nfds);
+}
+
+int leader_spare_hand(int chan, const struct proto_request *rq, size_t workers,
+		      const int fds[LEADER_FDS])
+{
+	unsigned char req[PROTO_MSG_MAX];
+	long len = proto_encode_request(rq, req, sizeof req);
 
 	if (len < 0)
 		return errno = EMSGSIZE, -1;
@@ -218,6 +230,5 @@ int leader_spare_hand(int chan, const struct proto_request *rq, size_t workers,
 	for (int i = 0; i < LEADER_FDS; i++)
 		if (fds[i] >= 0)
 			packed[n++] = fds[i];
-	memcpy(buf, &w, sizeof w);
-	return proto_send(chan, buf, sizeof w + (size_t)len, packed, n);
+	return leader_spare_hand_encoded(chan, req, (size_t)len, workers, packed, n);
 }

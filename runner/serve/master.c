@@ -48,6 +48,13 @@ struct running {
 	int workers;
 };
 
+/* A spare leader a generation lent: its pid, and the master's end of its
+ * pair (-1: none). */
+struct lent_spare {
+	pid_t pid;
+	int chan;
+};
+
 struct generation {
 	enum gen_state state;
 	unsigned id;
@@ -58,6 +65,7 @@ struct generation {
 	struct running run[MAX_RUNNING];
 	size_t nrun;
 	size_t ntasks;           /* its setup's task count, once ready */
+	struct lent_spare spare[SPARE_LEADERS];
 };
 
 struct pending {
@@ -148,8 +156,35 @@ static void close_master_fds(void)
 			close(M.gens[i].chan);
 		if (M.gens[i].reload_conn >= 0)
 			close(M.gens[i].reload_conn);
+		for (size_t k = 0; k < SPARE_LEADERS; k++)
+			if (M.gens[i].spare[k].chan >= 0)
+				close(M.gens[i].spare[k].chan);
 	}
 	serve_signals_close();
+}
+
+/* g's lent spare k given back: its pair closed (a spare still waiting
+ * then ends quietly). */
+static void drop_lent(struct generation *g, size_t k)
+{
+	if (g->spare[k].chan >= 0)
+		close(g->spare[k].chan);
+	g->spare[k] = (struct lent_spare){ 0, -1 };
+}
+
+static void drop_all_lent(struct generation *g)
+{
+	for (size_t k = 0; k < SPARE_LEADERS; k++)
+		drop_lent(g, k);
+}
+
+/* A generation in its slot, fresh: nothing open. */
+static void clear_generation(struct generation *g)
+{
+	memset(g, 0, sizeof *g);
+	g->chan = g->reload_conn = -1;
+	for (size_t k = 0; k < SPARE_LEADERS; k++)
+		g->spare[k] = (struct lent_spare){ 0, -1 };
 }
 
 static struct generation *free_generation(void)
@@ -202,15 +237,22 @@ static int start_generation(int reload_conn)
 		fork_failed(reload_conn, "cannot fork a generation");
 		return -1;
 	}
-	*g = (struct generation){ .state = GEN_LOADING, .id = id, .pid = pid, .chan = sv[0],
-				  .reload_conn = reload_conn };
+	clear_generation(g);
+	g->state = GEN_LOADING;
+	g->id = id;
+	g->pid = pid;
+	g->chan = sv[0];
+	g->reload_conn = reload_conn;
 	logx("generation %u (pid %ld): setup started", id, (long)pid);
 	return 0;
 }
 
+/* No new batch for g: its lent spares given back first (a TOOK already
+ * sent comes before the RETIRE), then it finishes its batches and exits. */
 static void retire(struct generation *g)
 {
 	g->state = GEN_RETIRING;
+	drop_all_lent(g);
 	if (g->chan >= 0 && send(g->chan, RETIRE_MESSAGE, 4, MSG_NOSIGNAL) != 4) {
 		close(g->chan);
 		g->chan = -1;
@@ -315,16 +357,49 @@ static void batch_note(struct generation *g, const struct gen_note *n)
 		if (r && n->kind == NOTE_END)
 			*r = g->run[--g->nrun];
 		break;
+	case NOTE_SPARE_GONE:   /* its batch, if the master handed it one, is over */
+		if (r) {
+			ledger_free(gen_index(g), (size_t)r->workers);
+			*r = g->run[--g->nrun];
+		}
+		for (size_t k = 0; k < SPARE_LEADERS; k++)
+			if (g->spare[k].pid == n->pid)
+				drop_lent(g, k);
+		break;
 	}
+}
+
+/* A spare g lends (its end of the pair in fd): kept while g is the one
+ * that serves and there is room, else given back (closed). */
+static void take_lent(struct generation *g, pid_t pid, int fd)
+{
+	for (size_t k = 0; fd >= 0 && g->state == GEN_READY && pid > 0 && k < SPARE_LEADERS; k++)
+		if (g->spare[k].pid == 0) {
+			g->spare[k] = (struct lent_spare){ pid, fd };
+			return;
+		}
+	if (fd >= 0)
+		close(fd);
 }
 
 /* One note from a generation, or its channel closed.  Returns 1 if one
  * was read, 0 if none waits. */
 static int read_note(struct generation *g)
 {
-	struct gen_note note;
-	ssize_t n = recv(g->chan, &note, sizeof note, MSG_DONTWAIT);
+	struct gen_note note = { 0 };
+	int fds[PROTO_FDS_MAX];
+	size_t nfds = 0;
+	long n = proto_recv(g->chan, &note, sizeof note, fds, &nfds);
 
+	for (size_t i = 1; i < nfds; i++)
+		close(fds[i]);
+	int fd = nfds > 0 ? fds[0] : -1;
+	if (n > 0 && note.kind == NOTE_SPARE && (size_t)n > offsetof(struct gen_note, text)) {
+		take_lent(g, note.pid, fd);
+		return 1;
+	}
+	if (fd >= 0)
+		close(fd);
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return 0;
 	if (n <= 0) {
@@ -412,8 +487,8 @@ static void reap(void)
 				close(g->chan);
 			answer_reload(g, PROTO_ERROR, 255, "the generation ended");
 			ledger_forget((int)i);
-			memset(g, 0, sizeof *g);
-			g->chan = g->reload_conn = -1;
+			drop_all_lent(g);
+			clear_generation(g);
 		}
 	}
 	after_loss();
@@ -510,8 +585,11 @@ static size_t status_text(char *buf, size_t size)
 		static const char *const states[] = { "free", "loading", "ready", "retiring" };
 		if (g->state == GEN_FREE)
 			continue;
-		ADD("generation %u pid %ld %s, %zu batches running\n", g->id, (long)g->pid,
-		    states[g->state], g->nrun);
+		size_t lent = 0;
+		for (size_t k = 0; k < SPARE_LEADERS; k++)
+			lent += g->spare[k].pid != 0;
+		ADD("generation %u pid %ld %s, %zu batches running, %zu spare leaders lent\n", g->id,
+		    (long)g->pid, states[g->state], g->nrun, lent);
 		for (size_t k = 0; k < g->nrun; k++)
 			ADD("  batch leader pid %ld, client pid %ld, %d workers\n", (long)g->run[k].leader,
 			    (long)g->run[k].client, g->run[k].workers);
@@ -544,6 +622,39 @@ static const char *check_run_fds(const struct proto_request *rq, const int *fds,
 	return NULL;
 }
 
+/* Hand a run request whose workers were granted at once to one of g's
+ * lent spares, and tell g (TOOK): the batch starts without a hop through
+ * the generation.  `all`: the connection, then the client's descriptors.
+ * Returns 0, or -1 if no spare took it (the caller passes it to g). */
+static int hand_to_lent(struct generation *g, int conn, const unsigned char *req, size_t len,
+			const int *all, size_t nall, uint32_t granted)
+{
+	struct ucred cred = { 0, 0, 0 };
+	socklen_t clen = sizeof cred;
+
+	if (g->nrun >= MAX_LEADERS)
+		return -1;
+	for (size_t k = 0; k < SPARE_LEADERS; k++) {
+		struct lent_spare sp = g->spare[k];
+		if (sp.pid == 0)
+			continue;
+		int rc = leader_spare_hand_encoded(sp.chan, req, len, granted, all, nall);
+		drop_lent(g, k);   /* it has its request, or it is gone */
+		if (rc != 0)
+			continue;
+		getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &cred, &clen);
+		struct gen_took took = { TOOK_MAGIC, sp.pid, cred.pid, granted };
+		if (send(g->chan, &took, sizeof took, MSG_NOSIGNAL) != (ssize_t)sizeof took)
+			logx("generation %u: cannot tell it of the batch of spare %ld", g->id,
+			     (long)sp.pid);   /* its SPARE_GONE ends the batch here */
+		g->run[g->nrun++] = (struct running){ sp.pid, cred.pid, (int)granted };
+		M.batches++;
+		M.requests++;
+		return 0;
+	}
+	return -1;
+}
+
 /* Forward a run request with its descriptors to the current generation,
  * with the workers its batch wants and, if they are free and no batch
  * waits before it, granted at once: the generation starts it without
@@ -563,6 +674,9 @@ static const char *forward(int conn, const struct proto_request *rq, const unsig
 	if (head.want > ledger_cap())
 		head.want = ledger_cap();
 	head.granted = (uint32_t)ledger_take_now(gen_index(g), (size_t)head.want);
+	if ((head.granted > 0 || head.want == 0) && hand_to_lent(g, conn, buf, len, all, nfds + 1,
+								  head.granted) == 0)
+		return NULL;
 	memcpy(msg, &head, sizeof head);
 	memcpy(msg + sizeof head, buf, len);
 	if (proto_send(g->chan, msg, sizeof head + len, all, nfds + 1) != 0) {
@@ -806,7 +920,7 @@ static void init_master(const struct serve_config *cfg, const struct serve_hooks
 	for (size_t i = 0; i < MAX_PENDING; i++)
 		M.pending[i].fd = -1;
 	for (size_t i = 0; i < MAX_GENERATIONS; i++)
-		M.gens[i].chan = M.gens[i].reload_conn = -1;
+		clear_generation(&M.gens[i]);
 	ledger_init(cfg->max_workers);
 }
 

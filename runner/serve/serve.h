@@ -6,17 +6,21 @@
  *   master      owns the socket (its own, or systemd's); accepts, refuses
  *               a peer whose uid may not at once, reads and checks each
  *               request within a deadline, answers status and reload
- *               requests itself, and passes a run request with its
- *               descriptors to the current generation, with its workers
- *               granted at once when they are free.  Grants every
+ *               requests itself, and hands a run request with its
+ *               descriptors to a spare leader the current generation lent
+ *               it when its workers are granted at once (they are free
+ *               and no batch waits before it), telling the generation;
+ *               otherwise passes it to the generation.  Grants every
  *               batch its workers: at most --max-workers across the whole
  *               server, every generation's batches together (ledger.h).
  *               Replaces a lost generation.  Never runs a setup.
  *   generation  forked by the master: runs the setup once (arena, freeze),
- *               then forks one leader per request once the master granted
- *               its workers (a request waits until then; one whose client
- *               went away gets none).  A reload starts a new one; the old
- *               one exits once its batches have ended.
+ *               forks spare leaders in advance and lends them to the
+ *               master; a request passed to it waits for its workers, then
+ *               gets a leader forked then (one whose client went away gets
+ *               none).  Reaps its leaders and gives their workers back.  A
+ *               reload starts a new one; the old one exits once its
+ *               batches have ended.
  *   leader      one request's batch: today's fork-mode batch (the hooks'
  *               run()), its first worker a standby forked in advance
  *               (pool.h; the leader itself a spare forked in advance),

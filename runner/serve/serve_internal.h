@@ -14,10 +14,21 @@
  * workers of every batch are the master's to grant (ledger.h): a
  * generation asks (WANT), starts the batch once granted (START), and
  * gives them back (FREE: a leader stuck on its client's output has none
- * left running; END: the batch ended; both with what it still held). */
+ * left running; END: the batch ended; both with what it still held).
+ * SPARE lends the master a spare leader (pid), the spare's end of its
+ * pair passed with the note: the master hands it a request whose workers
+ * it granted at once, with no hop through the generation, and says so
+ * (TOOK); SPARE_GONE: a lent spare died, or ended before its TOOK came
+ * (its batch, if it had one, is over). */
 enum gen_note_kind {
-	NOTE_READY = 1, NOTE_FAILED, NOTE_WANT, NOTE_WITHDRAW, NOTE_START, NOTE_FREE, NOTE_END
+	NOTE_READY = 1, NOTE_FAILED, NOTE_WANT, NOTE_WITHDRAW, NOTE_START, NOTE_FREE, NOTE_END,
+	NOTE_SPARE, NOTE_SPARE_GONE
 };
+
+/* Spare leaders a generation keeps forked in advance, and leaders (batches)
+ * it runs at once at most. */
+#define SPARE_LEADERS 2
+#define MAX_LEADERS 64
 
 struct gen_note {
 	int32_t kind;
@@ -41,6 +52,16 @@ struct gen_passed {
 	char magic[4];
 	uint32_t granted;
 	uint64_t want;
+};
+
+/* The master handed the lent spare `pid` the batch of client `client`,
+ * with `workers` granted: it is that batch's leader now. */
+#define TOOK_MAGIC "TOOK"
+struct gen_took {
+	char magic[4];
+	int32_t pid;
+	int32_t client;
+	uint32_t workers;
 };
 
 /* The master grants a waiting batch its workers. */
@@ -117,6 +138,12 @@ pid_t leader_spare_start(const struct serve_hooks *hooks, int release_fd, int *c
  * its copies).  Returns 0, or -1 with errno (the spare is gone). */
 int leader_spare_hand(int chan, const struct proto_request *rq, size_t workers,
 		      const int fds[LEADER_FDS]);
+
+/* The same with the request as the client encoded it (req, len bytes)
+ * and its descriptors as passed (fds[0] the connection, then the
+ * client's, in proto.h's order). */
+int leader_spare_hand_encoded(int chan, const unsigned char *req, size_t len, size_t workers,
+			      const int *fds, size_t nfds);
 
 /* A line on the server's log (standard error): "cowrun serve[PID]: ...". */
 void serve_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

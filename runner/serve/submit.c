@@ -427,9 +427,9 @@ static void catch_stops(void)
 static void close_run_files(struct submit_args *a, int *fds, size_t nfds, int status)
 {
 	const char *joblog = a->rq.field[PF_JOBLOG];
-	char journal[PATH_MAX];
 
 	if (status == EXIT_BAD && nfds == 5) {
+		char journal[PATH_MAX];
 		resume_journal_path(joblog, journal, sizeof journal);
 		remove_if_made_empty(joblog[0] == '+' ? joblog + 1 : joblog, fds[3], a->made.joblog);
 		remove_if_made_empty(journal, fds[4], a->made.journal);

@@ -246,6 +246,36 @@ PY
 	[ "$status" -eq 0 ]
 }
 
+@test "a batch granted at once goes to a spare the generation lent the master: served while the generation is stopped" {
+	start_server -j 2 selftest --tasks 6 --report-bytes 10
+	wait_for status_has "ready, 0 batches running, 2 spare leaders lent"
+	gen=$(submit --status | sed -n 's/^generation 1 pid \([0-9]*\) ready.*/\1/p')
+	kill -STOP "$gen"
+	# into files: a request passed to the stopped generation would hold
+	# a pipe's write end open (in flight) and run's read would wait on it
+	status=0
+	timeout 20 "$COWRUN" submit --socket "$S" -o "$D/served" --tasks 1-4 -j 2 \
+		>"$D/served.out" 2>"$D/served.err" || status=$?
+	kill -CONT "$gen"
+	[ "$status" -eq 0 ]
+	cowrun -o "$D/d" --tasks 1-4 -j 2 selftest --tasks 6 --report-bytes 10 >"$D/direct.out"
+	cmp "$D/served.out" "$D/direct.out"
+	[ ! -s "$D/served.err" ]
+	diff -r "$D/served" "$D/d"
+	# the generation, continued, takes it as its batch, ends it, gives its
+	# workers back and lends new spares
+	wait_for status_has "ready, 0 batches running, 2 spare leaders lent"
+	run submit --status
+	[[ "$output" == *"requests 1, batches started 1, workers in use 0"* ]]
+	# a spare killed while lent: the next request is served all the same
+	pkill -KILL -P "$gen" -x cowrun-spare
+	run submit -o "$D/served2" --tasks 1-4 -j 2
+	[ "$status" -eq 0 ]
+	diff -r "$D/served2" "$D/d"
+	stop_server
+	[ "$status" -eq 0 ]
+}
+
 @test "--joblog: the client's joblog and journal, as a direct run writes them; a direct --resume reads them" {
 	COWRUN_LOCK_WAIT=0.2 start_server -j 2 selftest --tasks 6 --fail 2   # the leader waits
 	cd "$D"
