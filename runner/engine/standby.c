@@ -134,6 +134,7 @@ static void __attribute__((noreturn)) standby_main(int chan, pid_t parent)
 	int fds[NFDS];
 	size_t nfds = 0;
 
+	prefault_private_pages(PREFAULT_STACK_KB, PREFAULT_HEAP_KB, PREFAULT_SMALL_KB);
 	while (poll(&pfd, 1, -1) < 0 && errno == EINTR)
 		;
 	long n = fdpass_recv(chan, &br, sizeof br, fds, NFDS, &nfds);

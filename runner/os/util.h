@@ -51,6 +51,24 @@ int signal_from_name(const char *name);
  * our child: nothing to reap). */
 pid_t reap_child(pid_t child, int *status);
 
+/* In a process forked to wait for work (a spare leader, a standby
+ * worker): make now the private pages the work will write first, so that
+ * it meets no page fault on the request's path: stack_kb below the
+ * current stack, the top heap_top_kb of the heap, and every other private
+ * writable mapping of at most small_kb (the program's and the libraries'
+ * data).  Each is a copy of the parent's page (copy-on-write) or a new
+ * one: at most a few hundred KiB for the values the callers use.  Mappings
+ * of more (a setup's arena, big buffers) are left alone.  Errors are
+ * ignored: this only moves work earlier. */
+void prefault_private_pages(size_t stack_kb, size_t heap_top_kb, size_t small_kb);
+
+/* What a spare leader and a standby worker make ready while they wait:
+ * 110 us less per served request from a warm 1 GiB setup on the 2-core
+ * VM, for 436 KiB more private memory in each (compare/bench-serve). */
+#define PREFAULT_STACK_KB 256
+#define PREFAULT_HEAP_KB 256
+#define PREFAULT_SMALL_KB 64
+
 /* Describe a waitpid() status: "exited with status 3", "killed by SIGKILL
  * (Killed)".  Writes into buf, returns buf. */
 char *describe_wait_status(int status, char *buf, size_t size);

@@ -17,6 +17,7 @@
 #include "guard.h"
 #include "engine/pool.h"
 #include "os/signals.h"
+#include "os/util.h"
 #include "run/sidefiles.h"
 
 #include <errno.h>
@@ -151,6 +152,7 @@ spare_main(const struct serve_hooks *hooks, int chan, int release_fd, const char
 	uint32_t workers;
 	long n;
 
+	prefault_private_pages(PREFAULT_STACK_KB, PREFAULT_HEAP_KB, PREFAULT_SMALL_KB);
 	while (poll(&p, 1, -1) < 0 && errno == EINTR)
 		;
 	n = proto_recv(chan, buf, sizeof buf, got, &nfds);

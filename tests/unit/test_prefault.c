@@ -1,0 +1,90 @@
+/*
+ * test_prefault.c - prefault_private_pages() makes the pages a waiting
+ * process will write first before it writes them: the writes after it
+ * take (almost) no page fault, the same writes without it take one per
+ * page.  Each case runs in a child forked for it, as the spares and
+ * standbys that call it are, its pages its parent's copy-on-write.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "os/util.h"
+
+#define PAGES 48        /* written below the stack */
+#define HEAP_PAGES 16   /* and in the heap (64 KiB: under malloc's mmap threshold) */
+
+static long minor_faults(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return ru.ru_minflt;
+}
+
+/* Write one byte on each of PAGES pages of the stack below this frame. */
+static void __attribute__((noinline)) write_stack(void)
+{
+	volatile char pages[PAGES * 4096];
+
+	for (size_t i = 0; i < sizeof pages; i += 4096)
+		pages[i] = 1;
+}
+
+/* In a child: the faults the writes take (the stack's, and heap_pages
+ * of heap_block), with or without the prefault, as its exit status
+ * (capped). */
+static int faults_in_child(int prefault, char *heap_block, size_t heap_pages)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		if (prefault)
+			prefault_private_pages(PAGES * 4 + 64, 256, 64);
+		long before = minor_faults();
+		write_stack();
+		for (size_t i = 0; i < heap_pages * 4096; i += 4096)
+			heap_block[i] = 2;   /* the parent's page: copied on this write */
+		long n = minor_faults() - before;
+		_exit(n > 250 ? 250 : (int)n);
+	}
+	int status = 0;
+	assert_int_equal(reap_child(pid, &status), pid);
+	assert_true(WIFEXITED(status));
+	return WEXITSTATUS(status);
+}
+
+static void test_writes_after_prefault_take_no_fault(void **state)
+{
+	(void)state;
+	/* In the heap's top 256 KiB (under the mmap threshold), written here:
+	 * present in the parent, copy-on-write in the child.  Under ASan,
+	 * whose allocator is no brk heap, only the stack is counted. */
+	char *block = malloc(HEAP_PAGES * 4096);
+	assert_non_null(block);
+	memset(block, 1, HEAP_PAGES * 4096);
+	size_t heap = (char *)sbrk(0) > block && (char *)sbrk(0) - block < 256 * 1024 ? HEAP_PAGES : 0;
+	write_stack();   /* the parent's stack pages are there too */
+	int without = faults_in_child(0, block, heap), with = faults_in_child(1, block, heap);
+	free(block);
+	print_message("faults without the prefault %d, with it %d (%zu heap pages)\n", without,
+		      with, heap);
+	assert_true(without >= (int)(PAGES + heap) * 3 / 4);
+	assert_true(with <= (int)(PAGES + heap) / 8);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_writes_after_prefault_take_no_fault),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
