@@ -7,10 +7,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <link.h>
 #include <math.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -278,7 +280,7 @@ pid_t reap_child(pid_t child, int *status)
 
 /* Write-fault [start, end) now, as the first writes would (page-aligned
  * bounds; MADV_POPULATE_WRITE, Linux 5.14: an older kernel does nothing). */
-static void prefault_range(unsigned long start, unsigned long end)
+static void prefault_range(uintptr_t start, uintptr_t end)
 {
 	if (start < end)
 		(void)madvise((void *)start, end - start, MADV_POPULATE_WRITE);
@@ -293,27 +295,49 @@ static void __attribute__((noinline)) prefault_stack(size_t stack_kb)
 		below[i] = 0;
 }
 
-void prefault_private_pages(size_t stack_kb, size_t heap_top_kb, size_t small_kb)
+/* Where the next allocations come from: a block of heap_kb written and
+ * given back (under malloc's mmap threshold, so from the heap itself). */
+static void prefault_heap(size_t heap_kb)
 {
-	FILE *maps = fopen("/proc/self/maps", "re");
-	char line[512];
+	volatile char *block = malloc(heap_kb * 1024);
+
+	for (size_t i = 0; block != NULL && i < heap_kb * 1024; i += 4096)
+		block[i] = 0;
+	free((void *)block);
+}
+
+/* dl_iterate_phdr()'s callback: each loaded object's writable segment
+ * (its data and bss) of at most *(size_t *)limit bytes, less the part
+ * made read-only after relocation (RELRO), which no write may touch. */
+static int prefault_object(struct dl_phdr_info *info, size_t size, void *limit)
+{
+	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE), relro_end = 0;
+
+	(void)size;
+	for (int i = 0; i < info->dlpi_phnum; i++)
+		if (info->dlpi_phdr[i].p_type == PT_GNU_RELRO)
+			relro_end = (info->dlpi_addr + info->dlpi_phdr[i].p_vaddr +
+				     info->dlpi_phdr[i].p_memsz) & ~(page - 1);
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_W))
+			continue;
+		uintptr_t start = (info->dlpi_addr + ph->p_vaddr) & ~(page - 1);
+		uintptr_t end = (info->dlpi_addr + ph->p_vaddr + ph->p_memsz + page - 1) & ~(page - 1);
+		if (end - start > *(const size_t *)limit)
+			continue;
+		prefault_range(start > relro_end || relro_end > end ? start : relro_end, end);
+	}
+	return 0;
+}
+
+void prefault_private_pages(size_t stack_kb, size_t heap_kb, size_t small_kb)
+{
+	size_t limit = small_kb * 1024;
 
 	prefault_stack(stack_kb);
-	while (maps != NULL && fgets(line, sizeof line, maps) != NULL) {
-		unsigned long start, end;
-		char perms[5];
-		int name_at = 0;
-		if (sscanf(line, "%lx-%lx %4s %*s %*s %*s %n", &start, &end, perms, &name_at) != 3 ||
-		    strcmp(perms, "rw-p") != 0)
-			continue;
-		int heap = name_at > 0 && strncmp(line + name_at, "[heap]", 6) == 0;
-		if (heap && end - start > heap_top_kb * 1024)
-			start = end - heap_top_kb * 1024;
-		if (heap || (end - start <= small_kb * 1024 && strncmp(line + name_at, "[stack]", 7) != 0))
-			prefault_range(start, end);
-	}
-	if (maps != NULL)
-		fclose(maps);
+	prefault_heap(heap_kb);
+	dl_iterate_phdr(prefault_object, &limit);
 }
 
 char *describe_wait_status(int status, char *buf, size_t size)
