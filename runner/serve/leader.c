@@ -138,8 +138,10 @@ int leader_place_fds(const struct proto_request *rq, const int *got, size_t n,
 }
 
 /* In a spare: wait for the one request (its granted workers, then the
- * encoded request, with its descriptors, as leader_place_fds() takes them).  The generation closing
- * its end, or anything else, ends the spare quietly.  Never returns. */
+ * encoded request, with its descriptors, as leader_place_fds() takes
+ * them), from the generation or, lent, from the master.  Its pages are
+ * made first (prefault_private_pages()).  The other end closed, or
+ * anything else, ends the spare quietly.  Never returns. */
 static void __attribute__((noreturn))
 spare_main(const struct serve_hooks *hooks, int chan, int release_fd, const char *comm)
 {
