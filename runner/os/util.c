@@ -278,12 +278,22 @@ pid_t reap_child(pid_t child, int *status)
 	return got;
 }
 
-/* Write-fault [start, end) now, as the first writes would (page-aligned
- * bounds; MADV_POPULATE_WRITE, Linux 5.14: an older kernel does nothing). */
-static void prefault_range(uintptr_t start, uintptr_t end)
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23   /* Linux 5.14; older C library headers lack it */
+#endif
+
+/* Write-fault [start, end), writable private pages, now, as the first
+ * writes would (page-aligned bounds).  MADV_POPULATE_WRITE; a kernel
+ * older than 5.14 refuses it (EINVAL): then each page is read and its
+ * byte written back, which only a single-threaded caller may do (no
+ * other thread's write can fall between). */
+static void prefault_range(uintptr_t start, uintptr_t end, uintptr_t page)
 {
-	if (start < end)
-		(void)madvise((void *)start, end - start, MADV_POPULATE_WRITE);
+	if (start >= end || madvise((void *)start, end - start, MADV_POPULATE_WRITE) == 0 ||
+	    errno != EINVAL)
+		return;
+	for (volatile char *p = (volatile char *)start; (uintptr_t)p < end; p += page)
+		*p = *p;
 }
 
 /* The stack below the caller's frame: a frame of stack_kb, written. */
@@ -326,7 +336,8 @@ static int prefault_object(struct dl_phdr_info *info, size_t size, void *limit)
 		uintptr_t end = (info->dlpi_addr + ph->p_vaddr + ph->p_memsz + page - 1) & ~(page - 1);
 		if (end - start > *(const size_t *)limit)
 			continue;
-		prefault_range(start > relro_end || relro_end > end ? start : relro_end, end);
+		/* RELRO is the start of a writable segment, when it is in one */
+		prefault_range(relro_end > start ? relro_end : start, end, page);
 	}
 	return 0;
 }

@@ -58,7 +58,8 @@ pid_t reap_child(pid_t child, int *status);
  * the writable data of every loaded object (the program's, the
  * libraries') whose segment is at most small_kb.  Each page is a copy of
  * the parent's (copy-on-write) or a new one.  Errors are ignored: this
- * only moves work earlier. */
+ * only moves work earlier.  Single-threaded callers only (before Linux
+ * 5.14 a data page is faulted by writing its own byte back). */
 void prefault_private_pages(size_t stack_kb, size_t heap_kb, size_t small_kb);
 
 /* What a spare leader and a standby worker make ready while they wait.

@@ -291,6 +291,15 @@ static double lock_wait(void)
 	return JOBLOG_LOCK_WAIT_S;
 }
 
+/* A regular file no name leads to any more (a submit refused beside
+ * this one took back the joblog it had created, empty). */
+static int removed(int fd)
+{
+	struct stat st;
+
+	return fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_nlink == 0;
+}
+
 int sidefiles_lock(struct sidefiles *s, const char *workload)
 {
 	if (s->paths.joblog == NULL)
@@ -300,6 +309,12 @@ int sidefiles_lock(struct sidefiles *s, const char *workload)
 		s->paths.joblog_fd = -1;
 		if (fd < 0 || joblog_lock_fd(&s->joblog, fd, s->paths.joblog, lock_wait()) != 0)
 			return -1;
+		if (removed(s->joblog.fd) || removed(s->paths.journal_fd)) {
+			warnx_("--joblog: '%s' or its journal was removed before the batch could lock it; "
+			       "run again", s->joblog.path);
+			joblog_close(&s->joblog);
+			return -1;
+		}
 	} else if (joblog_lock(&s->joblog, s->paths.joblog, lock_wait()) != 0)
 		return -1;
 	if (workload != NULL && joblog_read(&s->joblog, workload) != 0) {

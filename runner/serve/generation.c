@@ -30,6 +30,12 @@
 #define MAX_QUEUE 64
 #define KILL_REPEAT_MS 100
 
+/* Leader slots: MAX_LEADERS for the batches the generation starts itself,
+ * and room for the spares the master hands batches to (TOOK).  Those are
+ * at most SPARE_LEADERS alive at once: spares are forked only while no
+ * batch runs. */
+#define LEADER_SLOTS (MAX_LEADERS + SPARE_LEADERS)
+
 struct leader_slot {
 	pid_t pid;               /* 0: free */
 	pid_t client;
@@ -37,11 +43,14 @@ struct leader_slot {
 };
 
 /* A leader forked in advance, waiting on its pair for a request: the
- * generation's end is chan, or the master's (lent: chan is -1). */
+ * generation's end is chan, or the master's (lent: chan is -1).  A lent
+ * one may already run the batch the master handed it, its TOOK not read
+ * yet: released says it gave its workers back meanwhile. */
 struct spare {
 	pid_t pid;               /* 0: none */
 	int chan;
 	int lent;
+	int released;
 };
 
 /* A request waiting for its workers: its descriptors (connection,
@@ -62,7 +71,7 @@ static struct generation_state {
 	const struct serve_hooks *hooks;
 	size_t max_workers, nleaders, nqueued;
 	uint32_t next_ticket;
-	struct leader_slot leaders[MAX_LEADERS];
+	struct leader_slot leaders[LEADER_SLOTS];
 	struct queued queue[MAX_QUEUE];
 	struct spare spares[SPARE_LEADERS];
 	int release[2];          /* leaders stuck on output write their pid */
@@ -138,7 +147,7 @@ static void drop_spare(struct spare *sp)
 {
 	if (sp->chan >= 0)
 		close(sp->chan);
-	*sp = (struct spare){ 0, -1, 0 };
+	*sp = (struct spare){ 0, -1, 0, 0 };
 }
 
 /* Fork the spares missing (a failed fork is tried again next time) and
@@ -152,7 +161,7 @@ static void fill_spares(void)
 			continue;
 		sp->pid = leader_spare_start(G.hooks, G.release[1], &sp->chan, close_in_leader, NULL);
 		if (sp->pid < 0)
-			*sp = (struct spare){ 0, -1, 0 };
+			*sp = (struct spare){ 0, -1, 0, 0 };
 		else if (note_fd(NOTE_SPARE, sp->pid, 0, 0, 0, NULL, sp->chan) == 0) {
 			close(sp->chan);
 			sp->chan = -1;
@@ -161,23 +170,31 @@ static void fill_spares(void)
 	}
 }
 
-/* Retiring: every spare ended and reaped.  One of the generation's is
- * told so (its pair closed); a lent one, whose end the master holds (and
- * closes when it retires this generation), is killed: it holds nothing,
- * and no batch was handed to it (the master's TOOK would have come
- * before its RETIRE). */
+/* Retiring: the generation's own spares told so (their pairs closed)
+ * and reaped.  A lent one is left to end by itself: the master closes its
+ * end when it retires this generation (a spare still waiting then ends
+ * quietly), and one the master handed a batch whose TOOK is not read yet
+ * runs it to its end and its client's reply (the second signal stops it
+ * as a leader: signal_leaders()).  reap_leaders() reaps it. */
 static void end_spares(void)
 {
 	for (size_t i = 0; i < SPARE_LEADERS; i++) {
 		struct spare *sp = &G.spares[i];
-		if (sp->pid == 0)
+		if (sp->pid == 0 || sp->lent)
 			continue;
 		pid_t pid = sp->pid;
-		if (sp->lent)
-			kill(pid, SIGKILL);
 		drop_spare(sp);
 		reap_child(pid, NULL);
 	}
+}
+
+static size_t lent_spares(void)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < SPARE_LEADERS; i++)
+		n += G.spares[i].pid != 0 && G.spares[i].lent;
+	return n;
 }
 
 /* q's batch to a spare of the generation's own, if one takes it.  Returns
@@ -208,7 +225,7 @@ static int client_gone(int conn)
 
 static struct leader_slot *free_slot(void)
 {
-	for (size_t i = 0; i < MAX_LEADERS; i++)
+	for (size_t i = 0; i < LEADER_SLOTS; i++)
 		if (G.leaders[i].pid == 0)
 			return &G.leaders[i];
 	return NULL;
@@ -217,7 +234,7 @@ static struct leader_slot *free_slot(void)
 /* Start q's batch with `workers`, or give them back.  q is dropped. */
 static void start_leader(struct queued *q, size_t workers)
 {
-	struct leader_slot *slot = free_slot();
+	struct leader_slot *slot = G.nleaders < MAX_LEADERS ? free_slot() : NULL;
 	pid_t pid = -1;
 
 	if (client_gone(q->fds[0]))
@@ -238,9 +255,10 @@ static void start_leader(struct queued *q, size_t workers)
 	drop_queued(q);
 }
 
-/* The master handed a lent spare its batch: a leader now.  A spare that
- * ended before this came was told as SPARE_GONE (the master ends its
- * batch then). */
+/* The master handed a lent spare its batch: a leader now, with no
+ * workers if it gave them back before this came (read_releases()).  A
+ * spare that ended before this came was told as SPARE_GONE (the master
+ * ends its batch then).  There is always a slot (LEADER_SLOTS). */
 static void took(const struct gen_took *t)
 {
 	for (size_t i = 0; i < SPARE_LEADERS; i++) {
@@ -248,14 +266,15 @@ static void took(const struct gen_took *t)
 		if (sp->pid != t->pid || !sp->lent)
 			continue;
 		struct leader_slot *slot = free_slot();
+		size_t workers = sp->released ? 0 : t->workers;
 		drop_spare(sp);
-		if (slot == NULL) {   /* the master counts them: not reached */
+		if (slot == NULL) {   /* not reached (LEADER_SLOTS): never lose count of it */
 			kill(t->pid, SIGKILL);
 			reap_child(t->pid, NULL);
-			note(NOTE_END, t->pid, t->client, t->workers, 0, NULL);
+			note(NOTE_END, t->pid, t->client, workers, 0, NULL);
 			return;
 		}
-		*slot = (struct leader_slot){ t->pid, t->client, t->workers };
+		*slot = (struct leader_slot){ t->pid, t->client, workers };
 		G.nleaders++;
 		return;
 	}
@@ -366,7 +385,7 @@ static void check_queued(const struct pollfd *pfd, const size_t *at, size_t n)
 
 static struct leader_slot *find_leader(pid_t pid)
 {
-	for (size_t i = 0; pid > 0 && i < MAX_LEADERS; i++)
+	for (size_t i = 0; pid > 0 && i < LEADER_SLOTS; i++)
 		if (G.leaders[i].pid == pid)
 			return &G.leaders[i];
 	return NULL;
@@ -396,14 +415,28 @@ static void reap_leaders(void)
 	}
 }
 
+static struct spare *find_lent(pid_t pid)
+{
+	for (size_t i = 0; pid > 0 && i < SPARE_LEADERS; i++)
+		if (G.spares[i].pid == pid && G.spares[i].lent)
+			return &G.spares[i];
+	return NULL;
+}
+
 /* Leaders stuck on their client's output with no worker left give their
- * workers back. */
+ * workers back; so may a lent spare whose batch's TOOK is not read yet
+ * (the master knows its workers: it granted them). */
 static void read_releases(void)
 {
 	pid_t pid;
 
 	while (read(G.release[0], &pid, sizeof pid) == (ssize_t)sizeof pid) {
 		struct leader_slot *s = find_leader(pid);
+		struct spare *sp = s ? NULL : find_lent(pid);
+		if (sp != NULL && !sp->released) {
+			sp->released = 1;
+			note(NOTE_FREE, pid, 0, 0, 0, NULL);
+		}
 		if (s == NULL || s->workers == 0)
 			continue;
 		note(NOTE_FREE, pid, s->client, s->workers, 0, NULL);
@@ -413,12 +446,16 @@ static void read_releases(void)
 
 /* SIGTERM to every leader: the first stops its batch, the second (sent
  * again every KILL_REPEAT_MS until it ends: two sent at once could be
- * delivered as one) kills its workers. */
+ * delivered as one) kills its workers.  Lent spares too: one may run a
+ * batch whose TOOK is not read yet; one still waiting just ends. */
 static void signal_leaders(void)
 {
-	for (size_t i = 0; i < MAX_LEADERS; i++)
+	for (size_t i = 0; i < LEADER_SLOTS; i++)
 		if (G.leaders[i].pid != 0)
 			kill(G.leaders[i].pid, SIGTERM);
+	for (size_t i = 0; i < SPARE_LEADERS; i++)
+		if (G.spares[i].pid != 0 && G.spares[i].lent)
+			kill(G.spares[i].pid, SIGTERM);
 }
 
 /* The master's second signal: the running batches are killed, the
@@ -509,14 +546,14 @@ void generation_main(int chan, unsigned id, const struct serve_config *cfg,
 	G.hooks = hooks;
 	G.max_workers = cfg->max_workers ? cfg->max_workers : (size_t)cpu_count();
 	for (size_t i = 0; i < SPARE_LEADERS; i++)
-		G.spares[i] = (struct spare){ 0, -1, 0 };
+		G.spares[i] = (struct spare){ 0, -1, 0, 0 };
 	if (serve_signals_init() != 0 || pipe2(G.release, O_CLOEXEC | O_NONBLOCK) != 0 ||
 	    run_setup(why, sizeof why) != 0) {
 		note(NOTE_FAILED, getpid(), 0, 0, 0, why);
 		_exit(255);
 	}
 	note(NOTE_READY, getpid(), 0, 0, 0, NULL);
-	while (!G.retiring || G.nleaders > 0 || G.nqueued > 0) {
+	while (!G.retiring || G.nleaders > 0 || G.nqueued > 0 || lent_spares() > 0) {
 		if (G.retiring)
 			end_spares();
 		else if (G.nleaders == 0)

@@ -349,9 +349,9 @@ static void batch_note(struct generation *g, const struct gen_note *n)
 		if (g->nrun < MAX_RUNNING)
 			g->run[g->nrun++] = (struct running){ n->pid, n->client_pid, n->workers };
 		break;
-	case NOTE_FREE:
+	case NOTE_FREE:   /* a batch's: what the master counts it holds */
 	case NOTE_END:
-		ledger_free(gen_index(g), (size_t)n->workers);
+		ledger_free(gen_index(g), r ? (size_t)r->workers : (size_t)n->workers);
 		if (r && n->kind == NOTE_FREE)
 			r->workers = 0;
 		if (r && n->kind == NOTE_END)
@@ -391,6 +391,10 @@ static int read_note(struct generation *g)
 	size_t nfds = 0;
 	long n = proto_recv(g->chan, &note, sizeof note, fds, &nfds);
 
+	if (n < 0 && errno == EMSGSIZE) {   /* a spare's end lost (out of descriptors) */
+		logx("generation %u: a note came cut short; its spare is not lent", g->id);
+		return 1;
+	}
 	for (size_t i = 1; i < nfds; i++)
 		close(fds[i]);
 	int fd = nfds > 0 ? fds[0] : -1;

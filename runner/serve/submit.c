@@ -29,6 +29,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -423,12 +424,15 @@ static void catch_stops(void)
 
 /* Close the descriptors open_run_files() opened (fds[2..nfds)); when no
  * task ran (status 255), take back what it created: the joblog and journal
- * if still empty, the output directory and the parents it made if empty. */
+ * if still empty, the output directory and the parents it made if empty.
+ * The joblog and journal only under the joblog's lock: another submit's
+ * batch that opened them meanwhile then finds them removed once it has
+ * the lock, and says so (sidefiles_lock()); one holding it keeps them. */
 static void close_run_files(struct submit_args *a, int *fds, size_t nfds, int status)
 {
 	const char *joblog = a->rq.field[PF_JOBLOG];
 
-	if (status == EXIT_BAD && nfds == 5) {
+	if (status == EXIT_BAD && nfds == 5 && flock(fds[3], LOCK_EX | LOCK_NB) == 0) {
 		char journal[PATH_MAX];
 		resume_journal_path(joblog, journal, sizeof journal);
 		remove_if_made_empty(joblog[0] == '+' ? joblog + 1 : joblog, fds[3], a->made.joblog);

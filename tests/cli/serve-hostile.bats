@@ -325,6 +325,37 @@ PY
 	wait "$c" || true
 }
 
+@test "a client that stops reading stalls only itself when its batch went to a lent spare the generation heard of late" {
+	fill_fifo "$D/f"
+	start_server --max-workers 2 -j 2 selftest --tasks 6 --report-bytes 10
+	wait_for 30 "two lent spares" status_has "ready, 0 batches running, 2 spare leaders lent"
+	gen=$(gen_pid ready)
+	# The generation stopped: the master hands the batch to a lent spare
+	# and its TOOK waits; the batch's workers end, its client reads
+	# nothing, so the leader gives its workers back before its generation
+	# knows it as a leader.
+	kill -STOP "$gen"
+	"$COWRUN" submit --socket "$S" -o "$D/o1" >"$D/f" 2>/dev/null &
+	c=$!
+	bg+=("$c")
+	wait_for 30 "the batch" status_has "ready, 1 batches running"
+	leader=$(leader_pid)
+	wait_for 30 "the leader to wait on the full pipe" leader_waits "$leader"
+	kill -CONT "$gen"
+	wait_for 30 "its workers back" status_has "workers in use 0"
+	kill -0 "$leader"
+	# a batch of -j 2 runs beside the stuck one
+	run -0 timeout 20 "$COWRUN" submit --socket "$S" -o "$D/o2"
+	cowrun -j 2 selftest --tasks 6 --report-bytes 10 >"$D/direct.out"
+	[ "$output" = "$(cat "$D/direct.out")" ]
+	kill -KILL "$c"
+	wait_for 30 "no batch running" status_has "ready, 0 batches running"
+	run -0 submit --status
+	[[ "$output" == *"workers in use 0"* ]]
+	stop_server
+	[ "$status" -eq 0 ]
+}
+
 # max_workers_seen MASTER SECONDS: sample the processes three levels
 # below MASTER (master, generation, leader, worker) every 10 ms; print
 # the most seen alive at once, and the number of samples.  A spare

@@ -173,6 +173,32 @@ side_files_settle() {
 	[ "$status" -eq 0 ]
 }
 
+@test "a refused submit takes back no joblog another run holds, though it created it" {
+	COWRUN_LOCK_WAIT=0.2 start_server --max-workers 1 -j 1 selftest --tasks 6 --slow 1:30000 \
+		--mark-start "$D/m"
+	cd "$D"
+	# one batch holds the only worker; the next waits for it, its joblog
+	# created by its submit
+	"$COWRUN" submit --socket "$S" --tasks 1 -o o1 2>/dev/null & h=$!
+	wait_for eval '[ "$(ls "$D/m" | wc -l)" -eq 1 ]'
+	"$COWRUN" submit --socket "$S" --tasks 2 --joblog n.log -o o2 2>"$D/a.err" & a=$!
+	wait_for eval '[ -e n.log ] && submit --status | grep -q "requests 2"'
+	# another run takes the joblog's lock meanwhile: the waiting batch,
+	# once it has its worker, finds it in use and is refused
+	exec 9>>n.log
+	flock 9
+	kill -TERM "$h"
+	wait "$h" || true
+	status=0; wait "$a" || status=$?
+	[ "$status" -eq 255 ]
+	grep -q "in use by another cowrun run" "$D/a.err"
+	# the holder's file stays, though the refused submit created it
+	[ -e n.log ]
+	exec 9>&-
+	stop_server
+	[ "$status" -eq 0 ]
+}
+
 @test "submit killed by SIGKILL leaves no side file; a complete batch replaces old ones, a halted one not" {
 	start_server -j 2 selftest --tasks 4 --fail 3 --slow 2 --mark-start "$D/m"
 	cd "$D"

@@ -276,6 +276,31 @@ PY
 	[ "$status" -eq 0 ]
 }
 
+@test "a second SIGTERM stops the batches the master handed lent spares before their generation heard of them: each client gets its reply" {
+	start_server --max-workers 2 -j 1 selftest --tasks 4 --sleep-ms 30000 --mark-start "$D/m"
+	wait_for status_has "ready, 0 batches running, 2 spare leaders lent"
+	gen=$(submit --status | sed -n 's/^generation 1 pid \([0-9]*\) ready.*/\1/p')
+	# The generation stopped: two TOOKs wait in its channel, then the
+	# master's RETIRE and its SIGTERM.  Continued, it reads one message a
+	# step: the second spare is still a lent spare when it stops its batches.
+	kill -STOP "$gen"
+	submit --tasks 1 -o "$D/o1" 2>"$D/a.err" & a=$!
+	wait_for eval '[ "$(ls "$D/m" | wc -l)" -eq 1 ]'
+	submit --tasks 2 -o "$D/o2" 2>"$D/b.err" & b=$!
+	wait_for eval '[ "$(ls "$D/m" | wc -l)" -eq 2 ]'
+	term_twice
+	wait_for grep -q "second signal" "$D/log"
+	kill -CONT "$gen"
+	status=0; wait "$a" || status=$?
+	[ "$status" -eq 143 ]
+	grep -q "interrupted" "$D/a.err"
+	status=0; wait "$b" || status=$?
+	[ "$status" -eq 143 ]
+	grep -q "interrupted" "$D/b.err"
+	status=0; wait "$srv" || status=$?; srv=
+	[ "$status" -eq 0 ]
+}
+
 @test "--joblog: the client's joblog and journal, as a direct run writes them; a direct --resume reads them" {
 	COWRUN_LOCK_WAIT=0.2 start_server -j 2 selftest --tasks 6 --fail 2   # the leader waits
 	cd "$D"

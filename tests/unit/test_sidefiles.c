@@ -4,7 +4,8 @@
  * not there yet, the --joblog journal) are refused with one message naming
  * both; a directory is refused; distinct files pass; a side file where a
  * report goes is refused (a served batch's: where its client found it);
- * and a refused check or open changes no file.
+ * and a refused check or open changes no file; a served joblog removed
+ * before its batch locked it is refused.
  * Each test runs in a fresh temporary directory of its own.
  */
 #define _GNU_SOURCE
@@ -15,6 +16,7 @@
 #include <cmocka.h>
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <ftw.h>
 #include <limits.h>
 #include <glob.h>
@@ -566,10 +568,47 @@ static void test_made_dirs_taken_back(void **state)
 	assert_string_equal(made, "");
 }
 
+/* A served batch's joblog and journal (by_fd) that a submit refused
+ * beside it took back before this batch had the joblog's lock: refused,
+ * and said, rather than written where no name leads. */
+static void test_lock_refuses_a_removed_joblog(void **state)
+{
+	static const char *const removed[] = { NULL, "j.log", "j.jr" };
+	char msg[1024];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof removed / sizeof removed[0]; i++) {
+		struct sidefiles s;
+		int log = open("j.log", O_RDWR | O_CREAT | O_TRUNC, 0666);
+		int journal = open("j.jr", O_RDWR | O_CREAT | O_TRUNC, 0666);
+		assert_true(log >= 0 && journal >= 0);
+		if (removed[i] != NULL)
+			assert_int_equal(unlink(removed[i]), 0);
+		sidefiles_init(&s, &(struct sidefiles_paths){ .joblog = "j.log", .by_fd = 1,
+							      .joblog_fd = log, .journal_fd = journal });
+		catch_stderr();
+		int rc = sidefiles_lock(&s, NULL);
+		release_stderr(msg, sizeof msg);
+		if (removed[i] == NULL) {
+			assert_int_equal(rc, 0);
+			assert_string_equal(msg, "");
+			joblog_close(&s.joblog);
+		} else {
+			assert_int_equal(rc, -1);
+			assert_non_null(strstr(msg, "--joblog: 'j.log' or its journal was removed "
+						    "before the batch could lock it"));
+		}
+		close(journal);
+		unlink("j.log");
+		unlink("j.jr");
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_made_dirs_taken_back, enter_dir, leave_dir),
+		cmocka_unit_test_setup_teardown(test_lock_refuses_a_removed_joblog, enter_dir, leave_dir),
 		cmocka_unit_test_setup_teardown(test_same_existing_file, enter_dir, leave_dir),
 		cmocka_unit_test_setup_teardown(test_same_existing_file_other_spelling, enter_dir, leave_dir),
 		cmocka_unit_test_setup_teardown(test_same_existing_file_through_links, enter_dir, leave_dir),
