@@ -180,7 +180,7 @@ static void end_spares(void)
 {
 	for (size_t i = 0; i < SPARE_LEADERS; i++) {
 		struct spare *sp = &G.spares[i];
-		if (sp->pid == 0 || sp->lent)
+		if (sp->pid == 0 || sp->lent)   /* a lent one ends by itself */
 			continue;
 		pid_t pid = sp->pid;
 		drop_spare(sp);
