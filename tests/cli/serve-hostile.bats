@@ -72,6 +72,18 @@ leader_waits() {
 	done
 }
 
+# stuck_client OUT: a submit into OUT whose stdout is the full FIFO $D/f,
+# in the background ($c), once its batch's leader ($leader) waits to
+# write to it.
+stuck_client() {
+	"$COWRUN" submit --socket "$S" -o "$1" >"$D/f" 2>/dev/null &
+	c=$!
+	bg+=("$c")
+	wait_for 30 "a leader" eval '[ -n "$(leader_pid)" ]'
+	leader=$(leader_pid)
+	wait_for 30 "the leader to wait on the full pipe" leader_waits "$leader"
+}
+
 gone() {
 	! kill -0 "$1" 2>/dev/null
 }
@@ -280,12 +292,7 @@ PY
 @test "a client that stops reading and is killed: its batch is cancelled within a second, its leader gone" {
 	fill_fifo "$D/f"
 	start_server -j 2 selftest --tasks 4 --report-bytes 10
-	"$COWRUN" submit --socket "$S" -o "$D/out" >"$D/f" 2>/dev/null &
-	c=$!
-	bg+=("$c")
-	wait_for 30 "a leader" eval '[ -n "$(leader_pid)" ]'
-	leader=$(leader_pid)
-	wait_for 30 "the leader to wait on the full pipe" leader_waits "$leader"
+	stuck_client "$D/out"
 	kill -KILL "$c"
 	ms=$(ms_until_gone "$leader")
 	echo "# leader gone ${ms} ms after its client" >&3
@@ -335,12 +342,7 @@ PY
 	# nothing, so the leader gives its workers back before its generation
 	# knows it as a leader.
 	kill -STOP "$gen"
-	"$COWRUN" submit --socket "$S" -o "$D/o1" >"$D/f" 2>/dev/null &
-	c=$!
-	bg+=("$c")
-	wait_for 30 "the batch" status_has "ready, 1 batches running"
-	leader=$(leader_pid)
-	wait_for 30 "the leader to wait on the full pipe" leader_waits "$leader"
+	stuck_client "$D/o1"
 	kill -CONT "$gen"
 	wait_for 30 "its workers back" status_has "workers in use 0"
 	kill -0 "$leader"
