@@ -71,12 +71,33 @@ start_server_as() {
 	done
 }
 
-# stop_server: SIGTERM to the master; the reaper's status is in $status.
-stop_server() {
-	kill -TERM "$(cat "$D/pid")"
+# server_ended: the server (its reaper, this shell's child) has exited:
+# a zombie, or gone.
+server_ended() {
+	local state
+	state=$(sed 's/.*) \(.\).*/\1/' "/proc/$srv/stat" 2>/dev/null) || return 0
+	[ "$state" = Z ]
+}
+
+# server_status: wait for the server to end (at most 60 s: a server that
+# does not stop fails the test with its log, killed, rather than hang the
+# suite); the reaper's status is in $status.
+server_status() {
+	if ! wait_for 60 "the server to end" server_ended; then
+		cat "$D/log" >&2
+		kill_server
+		srv=
+		return 1
+	fi
 	status=0
 	wait "$srv" || status=$?
 	srv=
+}
+
+# stop_server: SIGTERM to the master; the reaper's status is in $status.
+stop_server() {
+	kill -TERM "$(cat "$D/pid")"
+	server_status || return 1
 	if [ "$status" -eq 99 ]; then cat "$D/log" >&2; return 1; fi
 }
 

@@ -325,9 +325,7 @@ PY
 	ms=$(ms_until_gone "$master")
 	echo "# server gone ${ms} ms after the second SIGTERM" >&3
 	gone "$master"
-	status=0
-	wait "$srv" || status=$?
-	srv=
+	server_status
 	[ "$status" -eq 0 ]
 	wait "$c" || true
 }
@@ -560,9 +558,7 @@ stats_pids() {
 	"$COWRUN" submit --socket "$S" --tasks 0 >/dev/null 2>"$D/late.err" &
 	w=$!
 	bg+=("$w")
-	status=0
-	wait "$srv" || status=$?
-	srv=
+	server_status
 	[ "$status" -eq 254 ] || { cat "$D/log" >&2; false; }
 	grep -q "the server stopped: no generation could be set up in 5 tries" "$D/log"
 	[ ! -e "$S" ]

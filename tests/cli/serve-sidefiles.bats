@@ -168,8 +168,7 @@ side_files_settle() {
 	[ ! -e g.res ]
 	[ ! -e g.st ]
 	[ "$(temps)" -eq 0 ]
-	status=0; wait "$srv" || status=$?
-	srv=
+	server_status
 	[ "$status" -eq 0 ]
 }
 

@@ -214,7 +214,7 @@ PY
 	wait "$a"
 	cowrun -j 2 selftest --tasks 4 --sleep-ms 300 >"$D/a.direct"
 	cmp "$D/a.out" "$D/a.direct"
-	status=0; wait "$srv" || status=$?; srv=
+	server_status
 	[ "$status" -eq 0 ]
 	[ ! -e "$S" ] && [ ! -e "$D/pid" ]
 
@@ -226,7 +226,7 @@ PY
 	status=0; wait "$a" || status=$?
 	[ "$status" -eq 143 ]
 	grep -q "interrupted" "$D/a.err"
-	status=0; wait "$srv" || status=$?; srv=
+	server_status
 	[ "$status" -eq 0 ]
 }
 
@@ -297,7 +297,7 @@ PY
 	status=0; wait "$b" || status=$?
 	[ "$status" -eq 143 ]
 	grep -q "interrupted" "$D/b.err"
-	status=0; wait "$srv" || status=$?; srv=
+	server_status
 	[ "$status" -eq 0 ]
 }
 
