@@ -116,7 +116,7 @@ within() {
 	[ "$(key "$adv" basis)" = "fitted (Universal Scalability Law)" ]
 }
 
-@test "the advice is the smallest -j within 5% of the best; the memory budget caps it" {
+@test "the advice is the smallest -j within 5% of the best, above the cores of a CPU-bound workload only when every run there beat those at the cores; the memory budget caps it" {
 	csv=$BATS_TEST_TMPDIR/m.csv adv=$BATS_TEST_TMPDIR/m.txt
 	# I/O-bound on 2 cores, still scaling at 20: the best is the largest
 	SYNTH_SHARED_KB=$((1000 * 1024)) SYNTH_PRIVATE_KB=$((100 * 1024)) \
@@ -151,6 +151,19 @@ within() {
 	run --separate-stderr "$ADVICE" --out "$adv" "$csv"
 	[ "$(key "$adv" best_jobs)" = 4 ]
 	[ "$(key "$adv" recommended_jobs)" = 2 ]
+	# CPU-bound on 2 cores, -j 4's median best: advised only when each of
+	# its runs beat each at -j 2, else set aside for the counts up to the cores
+	synth "$csv" 2 cpu 0.6 0 "1 2 4" 3 0.4
+	run --separate-stderr "$ADVICE" --out "$adv" "$csv"
+	[ "$(key "$adv" best_jobs)" = 4 ]
+	[ "$(key "$adv" recommended_jobs)" = 2 ]
+	[ "$(key "$adv" set_aside_above_cores)" = 4 ]
+	[[ "$output" == *"Why: -j 4 had the best median"*"its runs ("*") overlap those at -j 2 ("*"not a gain these runs establish"* ]]
+	synth "$csv" 2 cpu 0.6 0 "1 2 4" 3 0.1
+	run --separate-stderr "$ADVICE" --out "$adv" "$csv"
+	[ "$(key "$adv" recommended_jobs)" = 4 ]
+	[ "$(key "$adv" set_aside_above_cores)" = none ]
+	[[ "$output" == *"Caution: -j 4 is above the 2 cores"*"each of its runs beat each at -j 2"* ]]
 	# bad sizes are one-line errors
 	run --separate-stderr "$ADVICE" --mem-budget lots "$csv"
 	[ "$status" -eq 2 ]
