@@ -299,8 +299,9 @@ within() {
 }
 
 @test "compare/bench-advice checks the advice on fresh runs: advised -j, its neighbours, the loss" {
-	# no run counted busy, whatever else this machine runs (a quiet one)
-	COMPARE_BUSY_PCT=100 run --separate-stderr "$REAPER" "$ROOT/compare/bench-advice" \
+	# no run counted busy, whatever else this machine runs (a quiet one;
+	# on short runs the share measured can pass 100%: clock ticks)
+	COMPARE_BUSY_PCT=999 run --separate-stderr "$REAPER" "$ROOT/compare/bench-advice" \
 		--workload selftest --jobs 1,2 --reps 1 --out "$BATS_TEST_TMPDIR" -- --tasks 4 --sleep-ms 20
 	[ "$status" -eq 0 ] || { echo "exit $status: $stderr" >&2; return 1; }
 	assert_no_leftovers
@@ -312,5 +313,5 @@ within() {
 	[[ "$output" == *$'\n'"$(printf '%6d' "$adv") "*"<- advised"* ]]
 	[[ "$output" == *"following the advice (-j $adv) lost "*"% against the best count of the check (-j "* ]]
 	[[ "$output" =~ (under 5%: the advice holds|5% or more: the advice did NOT hold) ]]
-	[[ "$output" == *"busy runs (other processes used > 100% of the CPUs): 0"* ]]
+	[[ "$output" == *"busy runs (other processes used > 999% of the CPUs): 0"* ]]
 }
