@@ -52,6 +52,7 @@ struct spare {
 	int lent;
 	int released;
 };
+#define NO_SPARE ((struct spare){ .pid = 0, .chan = -1 })
 
 /* A request waiting for its workers: its descriptors (connection,
  * stdout, stderr, output directory, maybe the joblog and its journal; -1
@@ -147,7 +148,7 @@ static void drop_spare(struct spare *sp)
 {
 	if (sp->chan >= 0)
 		close(sp->chan);
-	*sp = (struct spare){ 0, -1, 0, 0 };
+	*sp = NO_SPARE;
 }
 
 /* Fork the spares missing (a failed fork is tried again next time) and
@@ -161,7 +162,7 @@ static void fill_spares(void)
 			continue;
 		sp->pid = leader_spare_start(G.hooks, G.release[1], &sp->chan, close_in_leader, NULL);
 		if (sp->pid < 0)
-			*sp = (struct spare){ 0, -1, 0, 0 };
+			*sp = NO_SPARE;
 		else if (note_fd(NOTE_SPARE, sp->pid, 0, 0, 0, NULL, sp->chan) == 0) {
 			close(sp->chan);
 			sp->chan = -1;
@@ -546,7 +547,7 @@ void generation_main(int chan, unsigned id, const struct serve_config *cfg,
 	G.hooks = hooks;
 	G.max_workers = cfg->max_workers ? cfg->max_workers : (size_t)cpu_count();
 	for (size_t i = 0; i < SPARE_LEADERS; i++)
-		G.spares[i] = (struct spare){ 0, -1, 0, 0 };
+		G.spares[i] = NO_SPARE;
 	if (serve_signals_init() != 0 || pipe2(G.release, O_CLOEXEC | O_NONBLOCK) != 0 ||
 	    run_setup(why, sizeof why) != 0) {
 		note(NOTE_FAILED, getpid(), 0, 0, 0, why);

@@ -349,22 +349,18 @@ static void batch_note(struct generation *g, const struct gen_note *n)
 		if (g->nrun < MAX_RUNNING)
 			g->run[g->nrun++] = (struct running){ n->pid, n->client_pid, n->workers };
 		break;
+	case NOTE_SPARE_GONE:   /* not lent any more; its batch, if it had one, is over */
+		for (size_t k = 0; k < SPARE_LEADERS; k++)
+			if (g->spare[k].pid == n->pid)
+				drop_lent(g, k);
+		/* fall through */
 	case NOTE_FREE:   /* a batch's: what the master counts it holds */
 	case NOTE_END:
 		ledger_free(gen_index(g), r ? (size_t)r->workers : (size_t)n->workers);
 		if (r && n->kind == NOTE_FREE)
 			r->workers = 0;
-		if (r && n->kind == NOTE_END)
+		else if (r)
 			*r = g->run[--g->nrun];
-		break;
-	case NOTE_SPARE_GONE:   /* its batch, if the master handed it one, is over */
-		if (r) {
-			ledger_free(gen_index(g), (size_t)r->workers);
-			*r = g->run[--g->nrun];
-		}
-		for (size_t k = 0; k < SPARE_LEADERS; k++)
-			if (g->spare[k].pid == n->pid)
-				drop_lent(g, k);
 		break;
 	}
 }
