@@ -12,6 +12,9 @@
 #   make install    prefix=/usr/local DESTDIR=  (GNU's bindir, libdir... too; unitdir for
 #                   the systemd units); make uninstall
 
+# A bare `make` builds (the rules below start with the dependency table).
+.DEFAULT_GOAL := all
+
 # GNU's installation directories (PREFIX, the older spelling, still works).
 PREFIX ?= /usr/local
 prefix ?= $(PREFIX)
@@ -42,8 +45,8 @@ LDLIBS = -lm
 #     xxHash's header (XXH3_64bits, compiled in: no library to load) for
 #     the checksum of every frame of saved results, journals and pipes
 DEB_BUILD = gcc libc6-dev make pkg-config libxxhash-dev
-#   risk.so, the bundled risk workload: LAPACK (Cholesky) and OpenBLAS
-DEB_BUNDLED = liblapacke-dev libopenblas-dev
+#   the bundled workloads: each one's packages (NAME_PACKAGES, below)
+DEB_BUNDLED = $(foreach w,$(BUNDLED_WORKLOADS),$($(w)_PACKAGES))
 #   tests: cmocka (unit), bats (CLI), a loopback sshd and ssh (cowrun-cluster),
 #     strace (how report files are written); a one-node Slurm of the test's
 #     own (tests/helpers/slurm-loopback: munged, slurmctld, slurmd and the
@@ -80,8 +83,15 @@ print-deps:
 # NAME.summary for --list, installed under $(workloaddir), and found by
 # name at run time (runner/workload/plugin.h), so bin/cowrun links none of them.
 BUILTIN_WORKLOADS = sales average selftest printer legacy
+# Each names its libraries (NAME_LIBS), a header of theirs (NAME_HEADER)
+# and the Debian packages that bring them (NAME_PACKAGES): one whose
+# header or libraries cannot be found is skipped with a line saying so
+# (the build goes on; make deps installs them).
+#   risk.so: LAPACK (Cholesky) and OpenBLAS
 BUNDLED_WORKLOADS = risk
 risk_LIBS = -llapacke -lopenblas
+risk_HEADER = lapacke.h
+risk_PACKAGES = liblapacke-dev libopenblas-dev
 
 # The unit tests link the runner's modules without main and the registry
 # (which pulls in every built-in workload).
@@ -95,7 +105,19 @@ UNIT_SRC = $(wildcard tests/unit/test_*.c)
 UNIT_BIN = $(UNIT_SRC:tests/unit/%.c=build/tests/%)
 
 .PHONY: all deps test unit demo bench plots clean install uninstall check-deps mutants FORCE
-all: bin/cowrun $(BUNDLED) build/forkcost build/psswatch
+all: bin/cowrun bundled build/forkcost build/psswatch
+
+# The bundled workloads whose libraries are here, each built by a make of
+# its own; the others skipped, one line each.
+.PHONY: bundled
+bundled:
+	@$(foreach w,$(BUNDLED_WORKLOADS),\
+	if printf '#include <%s>\nint main(void) { return 0; }\n' '$($(w)_HEADER)' | \
+		$(CC) -x c - -o /dev/null $($(w)_LIBS) 2>/dev/null; then \
+		$(MAKE) --no-print-directory -q build/workloads/$(w).summary 2>/dev/null || \
+		$(MAKE) --no-print-directory build/workloads/$(w).summary || exit 1; \
+	else echo "make: skipping the bundled workload $(w): its libraries are missing" \
+		"(Debian: $($(w)_PACKAGES)); run make deps, then make"; fi;) true
 
 # -rdynamic: a plugin (bundled, or --workload FILE.so) calls cowrun_emit()
 # and friends from this binary.
@@ -247,7 +269,7 @@ install: all build/cowrun.1
 	install -m 755 bin/cowrun $(DESTDIR)$(bindir)/cowrun
 	install -m 755 cluster/cowrun-cluster $(DESTDIR)$(bindir)/cowrun-cluster
 	install -m 755 cluster/cowrun-cluster-slurm $(DESTDIR)$(bindir)/cowrun-cluster-slurm
-	install -m 644 $(BUNDLED) $(DESTDIR)$(workloaddir)
+	for f in $(BUNDLED); do [ ! -e $$f ] || install -m 644 $$f $(DESTDIR)$(workloaddir) || exit 1; done
 	install -m 644 include/cowrun.h $(DESTDIR)$(includedir)/cowrun.h
 	sed -e 's|@prefix@|$(prefix)|' -e 's|@includedir@|$(includedir)|' \
 		-e "s|@VERSION@|$$(bin/cowrun --version | cut -d' ' -f2)|" \

@@ -77,12 +77,13 @@ static struct generation_state {
 	struct spare spares[SPARE_LEADERS];
 	int release[2];          /* leaders stuck on output write their pid */
 	int retiring;
+	size_t told_waits[3];    /* leaders, queued, lent spares: as last told */
 	size_t ntasks;           /* the setup's task count */
 } G;
 
 /* A note to the master, with the descriptor fd unless it is -1.
  * Returns 0, or -1 (the master is gone or not reading: the channel is
- * closed). */
+ * closed, and the generation retires: no request can reach it now). */
 static int note_fd(int kind, pid_t pid, pid_t client, size_t workers, uint32_t ticket,
 		   const char *text, int fd)
 {
@@ -104,6 +105,7 @@ static int note_fd(int kind, pid_t pid, pid_t client, size_t workers, uint32_t t
 	if (errno != EAGAIN) {
 		close(G.chan);
 		G.chan = -1;
+		G.retiring = 1;
 	}
 	return -1;
 }
@@ -459,20 +461,44 @@ static void signal_leaders(void)
 			kill(G.spares[i].pid, SIGTERM);
 }
 
+/* Every request still waiting for its workers refused with `status`
+ * and `why`. */
+static void refuse_queued(int status, const char *why)
+{
+	for (size_t i = 0; i < MAX_QUEUE; i++) {
+		struct queued *q = &G.queue[i];
+		if (!q->used)
+			continue;
+		proto_reply(q->fds[0], PROTO_ERROR, status, why);
+		note(NOTE_WITHDRAW, 0, q->client, 0, q->ticket, NULL);
+		drop_queued(q);
+	}
+}
+
 /* The master's second signal: the running batches are killed, the
  * waiting ones refused. */
 static void kill_batches(void)
 {
 	signal_leaders();
-	for (size_t i = 0; i < MAX_QUEUE; i++) {
-		struct queued *q = &G.queue[i];
-		if (!q->used)
-			continue;
-		proto_reply(q->fds[0], PROTO_ERROR, 143, "the server stopped before the batch started");
-		note(NOTE_WITHDRAW, 0, q->client, 0, q->ticket, NULL);
-		drop_queued(q);
-	}
+	refuse_queued(143, "the server stopped before the batch started");
 	G.retiring = 1;
+}
+
+/* Retiring: tell the master what the generation still waits for, each
+ * time that changes (--status shows it; the master names a generation
+ * that outlives its bound).  With the channel gone no grant can come:
+ * the requests waiting for one are refused, or they would wait for good
+ * and the generation with them. */
+static void report_waits(void)
+{
+	if (G.chan < 0 && G.nqueued > 0)
+		refuse_queued(255, "the server lost touch with its generation before the batch "
+			      "started; run it again");
+	size_t now[3] = { G.nleaders, G.nqueued, lent_spares() };
+	if (memcmp(now, G.told_waits, sizeof now) == 0)
+		return;
+	memcpy(G.told_waits, now, sizeof now);
+	note(NOTE_WAITS, 0, (pid_t)now[2], now[0], (uint32_t)now[1], NULL);
 }
 
 /* The setup, its messages kept to tell the master why it failed.
@@ -554,9 +580,12 @@ void generation_main(int chan, unsigned id, const struct serve_config *cfg,
 		_exit(255);
 	}
 	note(NOTE_READY, getpid(), 0, 0, 0, NULL);
+	memset(G.told_waits, 0xff, sizeof G.told_waits);
 	while (!G.retiring || G.nleaders > 0 || G.nqueued > 0 || lent_spares() > 0) {
-		if (G.retiring)
+		if (G.retiring) {
 			end_spares();
+			report_waits();
+		}
 		else if (G.nleaders == 0)
 			fill_spares();
 		if (generation_step(killed) != 0)

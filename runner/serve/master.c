@@ -39,6 +39,13 @@
 #define RETRY_FIRST_MS 200       /* the wait before the second; doubled */
 #define REFUSAL_LOG_S 10         /* a line about refused peers at most this often */
 #define ORPHAN_WAIT_MS 2000      /* for the generations' orphans, at the end */
+#define OUTBOX_MAX 128           /* messages a generation has not taken yet */
+#define OUTBOX_MSG_MAX 16        /* the largest of GRANT, TOOK, RETIRE */
+/* A retired generation that says it waits for nothing, and that the
+ * master knows runs nothing, ends within this; one that has not is named
+ * in the log (then once a minute while it lives). */
+#define RETIRE_BOUND_MS 5000
+#define RETIRE_LOG_REPEAT_MS 60000
 #define MS 1000000ull
 
 enum gen_state { GEN_FREE, GEN_LOADING, GEN_READY, GEN_RETIRING };
@@ -49,10 +56,26 @@ struct running {
 };
 
 /* A spare leader a generation lent: its pid, and the master's end of its
- * pair (-1: none). */
+ * pair (-1: none; given back at retire, it is still counted until its
+ * generation says it is gone). */
 struct lent_spare {
 	pid_t pid;
 	int chan;
+};
+
+/* What the master has to tell a generation that its channel could not
+ * take at once (grants, TOOK, RETIRE: none may be lost; a lost GRANT left
+ * a batch waiting for good), sent in order as the channel drains. */
+struct outbox {
+	unsigned char msg[OUTBOX_MAX][OUTBOX_MSG_MAX];
+	unsigned char len[OUTBOX_MAX];
+	size_t head, count;
+};
+
+/* What a retiring generation says it still waits for (NOTE_WAITS). */
+struct gen_waits {
+	int told;                /* a NOTE_WAITS came */
+	size_t leaders, queued, lent;
 };
 
 struct generation {
@@ -66,6 +89,11 @@ struct generation {
 	size_t nrun;
 	size_t ntasks;           /* its setup's task count, once ready */
 	struct lent_spare spare[SPARE_LEADERS];
+	struct outbox out;
+	struct gen_waits waits;
+	uint64_t retired_ns;     /* when it was told to retire; 0: not yet */
+	uint64_t idle_ns;        /* since when it has had nothing to wait for */
+	uint64_t logged_ns;      /* its last line for outliving the bound */
 };
 
 struct pending {
@@ -178,6 +206,87 @@ static void drop_all_lent(struct generation *g)
 		drop_lent(g, k);
 }
 
+/* g retires: its lent spares given back (their pairs closed: a spare
+ * still waiting ends), each still counted until g says it is gone
+ * (SPARE_GONE), as g itself waits for them. */
+static void give_back_lent(struct generation *g)
+{
+	for (size_t k = 0; k < SPARE_LEADERS; k++)
+		if (g->spare[k].chan >= 0) {
+			close(g->spare[k].chan);
+			g->spare[k].chan = -1;
+		}
+}
+
+static size_t lent_count(const struct generation *g)
+{
+	size_t n = 0;
+
+	for (size_t k = 0; k < SPARE_LEADERS; k++)
+		n += g->spare[k].pid != 0;
+	return n;
+}
+
+/* ---- messages to a generation: none dropped ---- */
+
+/* The channel is lost: the generation sees it closed, refuses the
+ * requests it queued and ends once its batches have. */
+static void lose_channel(struct generation *g, const char *why)
+{
+	if (why)   /* NULL: a retired generation closed it, as it ends */
+		logx("generation %u: lost its channel (%s)%s", g->id, why,
+		     g->state == GEN_READY ? "; it retires, a new one is set up" : "");
+	close(g->chan);
+	g->chan = -1;
+	g->out.count = 0;
+	if (g->state == GEN_READY) {   /* after_loss() sets up the next */
+		g->state = GEN_RETIRING;
+		g->retired_ns = now_ns();
+		give_back_lent(g);
+	}
+}
+
+/* Send what waits in g's outbox, in order, while the channel takes it. */
+static void flush_outbox(struct generation *g)
+{
+	struct outbox *o = &g->out;
+
+	while (o->count > 0 && g->chan >= 0) {
+		if (send(g->chan, o->msg[o->head], o->len[o->head], MSG_NOSIGNAL | MSG_DONTWAIT) !=
+		    (ssize_t)o->len[o->head]) {
+			if (errno != EAGAIN && errno != EINTR)
+				lose_channel(g, strerror(errno));
+			return;
+		}
+		o->head = (o->head + 1) % OUTBOX_MAX;
+		o->count--;
+	}
+}
+
+/* A small message to g: sent now if nothing waits before it and the
+ * channel takes it, else queued for flush_outbox().  A full outbox (the
+ * generation stopped reading) loses the channel. */
+static void tell(struct generation *g, const void *msg, size_t len)
+{
+	struct outbox *o = &g->out;
+
+	if (g->chan < 0)
+		return;
+	if (o->count == 0 && send(g->chan, msg, len, MSG_NOSIGNAL | MSG_DONTWAIT) == (ssize_t)len)
+		return;
+	if (o->count == 0 && errno != EAGAIN && errno != EINTR) {
+		lose_channel(g, strerror(errno));
+		return;
+	}
+	if (o->count == OUTBOX_MAX) {
+		lose_channel(g, "it has not read its last messages");
+		return;
+	}
+	size_t at = (o->head + o->count++) % OUTBOX_MAX;
+	memcpy(o->msg[at], msg, len);
+	o->len[at] = (unsigned char)len;
+}
+
 /* A generation in its slot, fresh: nothing open. */
 static void clear_generation(struct generation *g)
 {
@@ -252,11 +361,9 @@ static int start_generation(int reload_conn)
 static void retire(struct generation *g)
 {
 	g->state = GEN_RETIRING;
-	drop_all_lent(g);
-	if (g->chan >= 0 && send(g->chan, RETIRE_MESSAGE, 4, MSG_NOSIGNAL) != 4) {
-		close(g->chan);
-		g->chan = -1;
-	}
+	g->retired_ns = now_ns();
+	give_back_lent(g);
+	tell(g, RETIRE_MESSAGE, 4);
 }
 
 static void answer_reload(struct generation *g, unsigned type, int status, const char *text)
@@ -318,7 +425,8 @@ static void grant_all(void)
 	while (ledger_next(&gr)) {
 		struct generation *g = &M.gens[gr.gen];
 		struct gen_grant msg = { GRANT_MAGIC, gr.ticket, (uint32_t)gr.workers };
-		if (g->chan < 0 || send(g->chan, &msg, sizeof msg, MSG_NOSIGNAL) != (ssize_t)sizeof msg) {
+		tell(g, &msg, sizeof msg);
+		if (g->chan < 0) {   /* it refuses what it queued: nobody takes these */
 			logx("generation %u: cannot pass on a grant of %zu workers", g->id, gr.workers);
 			ledger_free(gr.gen, gr.workers);
 		}
@@ -344,6 +452,9 @@ static void batch_note(struct generation *g, const struct gen_note *n)
 			logx("generation %u: too many batches waiting", g->id);
 		break;
 	case NOTE_WITHDRAW: ledger_withdraw(gen_index(g), n->ticket); break;
+	case NOTE_WAITS:
+		g->waits = (struct gen_waits){ 1, (size_t)n->workers, n->ticket, (size_t)n->client_pid };
+		break;
 	case NOTE_START:
 		M.batches++;
 		if (g->nrun < MAX_RUNNING)
@@ -402,11 +513,15 @@ static int read_note(struct generation *g)
 		close(fd);
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return 0;
+	if (n <= 0 && g->state != GEN_LOADING) {
+		lose_channel(g, n < 0 ? strerror(errno)
+				: g->state == GEN_READY ? "closed by the generation" : NULL);
+		return 0;
+	}
 	if (n <= 0) {
 		close(g->chan);
 		g->chan = -1;
-		if (g->state == GEN_LOADING)
-			generation_failed(g, "it exited");
+		generation_failed(g, "it exited");
 		return 0;
 	}
 	if ((size_t)n <= offsetof(struct gen_note, text))
@@ -585,11 +700,16 @@ static size_t status_text(char *buf, size_t size)
 		static const char *const states[] = { "free", "loading", "ready", "retiring" };
 		if (g->state == GEN_FREE)
 			continue;
-		size_t lent = 0;
-		for (size_t k = 0; k < SPARE_LEADERS; k++)
-			lent += g->spare[k].pid != 0;
-		ADD("generation %u pid %ld %s, %zu batches running, %zu spare leaders lent\n", g->id,
-		    (long)g->pid, states[g->state], g->nrun, lent);
+		ADD("generation %u pid %ld %s, %zu batches running, %zu spare leaders lent", g->id,
+		    (long)g->pid, states[g->state], g->nrun, lent_count(g));
+		if (g->state == GEN_RETIRING && g->waits.told)
+			ADD("; retired %.1f s ago, waits for %zu leaders, %zu queued requests, "
+			    "%zu lent spares", (double)(now_ns() - g->retired_ns) / 1e9,
+			    g->waits.leaders, g->waits.queued, g->waits.lent);
+		else if (g->state == GEN_RETIRING)
+			ADD("; retired %.1f s ago, has not said what it waits for",
+			    (double)(now_ns() - g->retired_ns) / 1e9);
+		ADD("\n");
 		for (size_t k = 0; k < g->nrun; k++)
 			ADD("  batch leader pid %ld, client pid %ld, %d workers\n", (long)g->run[k].leader,
 			    (long)g->run[k].client, g->run[k].workers);
@@ -644,9 +764,7 @@ static int hand_to_lent(struct generation *g, int conn, const unsigned char *req
 			continue;
 		getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &cred, &clen);
 		struct gen_took took = { TOOK_MAGIC, sp.pid, cred.pid, granted };
-		if (send(g->chan, &took, sizeof took, MSG_NOSIGNAL) != (ssize_t)sizeof took)
-			logx("generation %u: cannot tell it of the batch of spare %ld", g->id,
-			     (long)sp.pid);   /* its SPARE_GONE ends the batch here */
+		tell(g, &took, sizeof took);   /* lost with the channel: its SPARE_GONE ends it */
 		g->run[g->nrun++] = (struct running){ sp.pid, cred.pid, (int)granted };
 		M.batches++;
 		M.requests++;
@@ -783,7 +901,7 @@ static void stop(int terms)
 			struct generation *g = &M.gens[i];
 			if (g->state == GEN_LOADING)
 				kill(g->pid, SIGKILL);
-			else if (g->state != GEN_FREE)
+			else if (g->state == GEN_READY)
 				retire(g);
 		}
 	}
@@ -815,13 +933,50 @@ static uint64_t next_deadline(void)
 	for (size_t i = 0; i < MAX_PENDING; i++)
 		if (M.pending[i].fd >= 0 && M.pending[i].deadline_ns < next)
 			next = M.pending[i].deadline_ns;
+	for (size_t i = 0; i < MAX_GENERATIONS; i++)   /* check_retiring() */
+		if (M.gens[i].state == GEN_RETIRING && now_ns() + 1000 * MS < next)
+			next = now_ns() + 1000 * MS;
 	return next;
 }
 
-/* Timers: a new generation's turn, the refusals' line, late requests. */
+/* A retiring generation the master knows runs nothing and holds no
+ * lent spare, and that says (if it said) it waits for nothing, should
+ * have exited: once it has had nothing to wait for RETIRE_BOUND_MS, the
+ * log names it, with what each side counts. */
+static void check_retiring(struct generation *g, uint64_t now)
+{
+	int idle = g->nrun == 0 && lent_count(g) == 0 &&
+		   (!g->waits.told || (g->waits.leaders == 0 && g->waits.queued == 0 &&
+				       g->waits.lent == 0));
+
+	if (!idle) {
+		g->idle_ns = 0;
+		return;
+	}
+	if (g->idle_ns == 0)
+		g->idle_ns = now;
+	if (now - g->idle_ns < RETIRE_BOUND_MS * MS ||
+	    (g->logged_ns && now - g->logged_ns < RETIRE_LOG_REPEAT_MS * MS))
+		return;
+	g->logged_ns = now;
+	logx("generation %u (pid %ld) retired %.1f s ago still waits to exit, past its bound of "
+	     "%d s: it %s %zu leaders, %zu queued requests, %zu lent spares; the master counts "
+	     "no batch running and no lent spare", g->id, (long)g->pid,
+	     (double)(now - g->retired_ns) / 1e9, RETIRE_BOUND_MS / 1000,
+	     g->waits.told ? "last said it waits for" : "has not said what it waits for:",
+	     g->waits.leaders, g->waits.queued, g->waits.lent);
+}
+
+/* Timers: a new generation's turn, the refusals' line, late requests,
+ * retired generations past their bound. */
 static void on_time(void)
 {
 	uint64_t now = now_ns();
+
+	for (size_t i = 0; i < MAX_GENERATIONS; i++)
+		if (M.gens[i].state == GEN_RETIRING)
+			check_retiring(&M.gens[i], now);
+	after_loss();
 
 	if (M.retry_at && now >= M.retry_at) {
 		M.retry_at = 0;
@@ -844,7 +999,8 @@ static void master_step(void)
 	for (size_t i = 0; i < MAX_GENERATIONS; i++)
 		if (M.gens[i].state != GEN_FREE && M.gens[i].chan >= 0) {
 			gen_at[ng++] = i;
-			pfd[n++] = (struct pollfd){ M.gens[i].chan, POLLIN, 0 };
+			pfd[n++] = (struct pollfd){ M.gens[i].chan,
+						    POLLIN | (M.gens[i].out.count ? POLLOUT : 0), 0 };
 		}
 	for (size_t i = 0; i < MAX_PENDING; i++)
 		if (M.pending[i].fd >= 0) {
@@ -861,10 +1017,14 @@ static void master_step(void)
 		logx("SIGHUP: reload");
 		start_generation(-1);
 	}
-	for (size_t j = 0; j < ng; j++)
-		if (pfd[2 + j].revents && M.gens[gen_at[j]].chan == pfd[2 + j].fd)
-			while (M.gens[gen_at[j]].chan >= 0 && read_note(&M.gens[gen_at[j]]))
+	for (size_t j = 0; j < ng; j++) {
+		struct generation *g = &M.gens[gen_at[j]];
+		if ((pfd[2 + j].revents & POLLOUT) && g->chan == pfd[2 + j].fd)
+			flush_outbox(g);
+		if ((pfd[2 + j].revents & ~POLLOUT) && g->chan == pfd[2 + j].fd)
+			while (g->chan >= 0 && read_note(g))
 				;
+	}
 	grant_all();
 	for (size_t j = 0; j < np; j++)
 		if (pfd[2 + ng + j].revents && M.pending[pend_at[j]].fd == pfd[2 + ng + j].fd)

@@ -196,12 +196,18 @@ void serve_signals_close(void)
 int serve_wake_fd(void) { return wake[0]; }
 int serve_terms(void) { return got_term; }
 
+/* A flag read and cleared in one instruction: a signal that lands
+ * between a plain read and the store of 0 would be lost (issue 32: a
+ * lost SIGCHLD left a generation unreaped, and its master waiting for it
+ * for good). */
+static int take_flag(volatile sig_atomic_t *flag)
+{
+	return __atomic_exchange_n(flag, 0, __ATOMIC_SEQ_CST);
+}
+
 int serve_take_hup(void)
 {
-	int n = got_hup;
-
-	got_hup = 0;
-	return n;
+	return take_flag(&got_hup);
 }
 
 int serve_take_chld(void)
@@ -210,9 +216,7 @@ int serve_take_chld(void)
 
 	while (read(wake[0], buf, sizeof buf) > 0)
 		;
-	int n = got_chld;
-	got_chld = 0;
-	return n;
+	return take_flag(&got_chld);
 }
 
 /* ---- the socket ---- */

@@ -19,10 +19,13 @@
  * pair passed with the note: the master hands it a request whose workers
  * it granted at once, with no hop through the generation, and says so
  * (TOOK); SPARE_GONE: a lent spare died, or ended before its TOOK came
- * (its batch, if it had one, is over). */
+ * (its batch, if it had one, is over).  WAITS: a retiring generation
+ * says what it still waits for before it can exit, each time that
+ * changes (workers: its leaders; ticket: its queued requests; client_pid:
+ * its lent spares), for --status and the master's bound on retiring. */
 enum gen_note_kind {
 	NOTE_READY = 1, NOTE_FAILED, NOTE_WANT, NOTE_WITHDRAW, NOTE_START, NOTE_FREE, NOTE_END,
-	NOTE_SPARE, NOTE_SPARE_GONE
+	NOTE_SPARE, NOTE_SPARE_GONE, NOTE_WAITS
 };
 
 /* Spare leaders a generation keeps forked in advance, and leaders (batches)

@@ -74,7 +74,9 @@ const struct cowrun_workload *registry_find(const char *name)
 		return NULL;
 	}
 	plugin_search_path(&p);
-	warnx_("%s: its library %s.so is not installed: looked in %s (reinstall cowrun, or set %s)",
+	warnx_("%s: its library %s.so is not installed: looked in %s (reinstall cowrun, or set "
+	       "%s; in a checkout, make skips it while its libraries are missing: make deps, then "
+	       "make)",
 	       name, name, plugin_describe_path(&p, dirs, sizeof dirs), PLUGIN_PATH_ENV);
 	return NULL;
 }

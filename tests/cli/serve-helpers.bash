@@ -38,6 +38,17 @@ submit() {
 	"$COWRUN" submit --socket "$S" "$@"
 }
 
+# reachable_binaries: cowrun and the reaper copied into $D/bin, which
+# another user can reach once $D can be passed through (chmod 711): a
+# checkout in a home of mode 0700 (Debian's for root and new users) is out
+# of their reach.  COWRUN and REAPER name the copies for the rest of the
+# test.  Built-in workloads only: the bundled ones stay in the checkout.
+reachable_binaries() {
+	mkdir -m 755 "$D/bin"
+	cp "$COWRUN" "$REAPER" "$D/bin/"
+	COWRUN=$D/bin/cowrun REAPER=$D/bin/reaper
+}
+
 # as USER CMD...: CMD as USER, its own group only.
 as() {
 	local user=$1

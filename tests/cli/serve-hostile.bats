@@ -505,6 +505,7 @@ stats_pids() {
 		wait_for 10 "two standbys" eval '[ "$(standbys "$gen" | wc -l)" -eq 2 ]'
 		stop_server
 		chmod 711 "$D"
+		reachable_binaries
 		start_server --allow-uid "$nobody" --socket-mode 0666 -j 1 selftest --tasks 6 --report-bytes 10
 		gen=$(gen_pid ready)
 		wait_for 10 "two standbys" eval '[ "$(standbys "$gen" | wc -l)" -eq 2 ]'

@@ -11,6 +11,7 @@ setup() {
 	[ "$(id -u)" = 0 ] || skip "needs root to act as other users (setpriv)"
 	serve_setup
 	chmod 711 "$D"
+	reachable_binaries
 }
 
 @test "serve as root: the batch runs as its client, who cannot write in a directory of root's" {

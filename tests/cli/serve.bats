@@ -173,6 +173,7 @@ PY
 
 @test "another uid is refused by its credentials, even on a socket it may open" {
 	chmod 711 "$D"
+	reachable_binaries
 	start_server --socket-mode 0666 selftest --tasks 2
 	run -255 setpriv --reuid=nobody --regid=nogroup --clear-groups "$COWRUN" submit --socket "$S" --status
 	[[ "$output" == *"permission denied"* ]]
