@@ -3,7 +3,8 @@
  * without writing anything: the tasks (when the workload can name them
  * without its setup: the plan() member), the workers and setup threads,
  * the memory, every file it would create, replace or append to, and the
- * checks a real run makes before its setup.  See run.h.
+ * checks a real run makes before its setup, with those its setup makes of
+ * the workload's options where plan() repeats them.  See run.h.
  */
 #define _GNU_SOURCE
 #include "run.h"
