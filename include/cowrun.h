@@ -290,7 +290,8 @@ struct cowrun_workload {
 	 * Returns 0 or -1 after cowrun_error(). */
 	int (*finish)(void *state, FILE *out);
 
-	/* Parent, last.  Frees the state.  May be NULL. */
+	/* Parent, last.  Frees the state, setup()'s or plan()'s (and
+	 * merge_setup()'s).  May be NULL. */
 	void (*teardown)(void *state);
 
 	/* ---- ABI 2: merge without setup.  Both may be NULL: then --merge
@@ -315,7 +316,10 @@ struct cowrun_workload {
 	/* Parent, optional: the task count and names without the setup, for
 	 * `cowrun --dry-run`: returns a state that ntasks() and task_name()
 	 * accept (freed by teardown()), or NULL if the tasks are known only
-	 * after the setup. */
+	 * after the setup.  It makes the setup's checks of the options (best
+	 * through the same code), reading no input and writing nothing: on
+	 * options the setup would refuse it returns NULL after the setup's
+	 * cowrun_error(), and the dry run refuses them as the run would. */
 	void *(*plan)(int argc, char **argv);
 };
 

@@ -72,28 +72,62 @@ static int fill_block(void *ctx, size_t block, unsigned thread)
 	return 0;
 }
 
+/* The options and the checks the table cannot make, shared by setup and
+ * plan so that a dry run refuses what the run refuses, in the same words.
+ * Returns 0, or -1 after one line. */
+static int parse_config(int argc, char **argv, struct average_config *cfg)
+{
+	*cfg = average_defaults;
+	if (cowrun_parse_options(argc, argv, average_options, cfg) != 0)
+		return -1;
+	if (cfg->chunks > cfg->size) {
+		cowrun_error("--chunks %lld is more than --size %lld: a slice would be empty",
+			     cfg->chunks, cfg->size);
+		return -1;
+	}
+	return 0;
+}
+
+/* The state without its array: all ntasks() and task_name() need. */
+static struct average_state *new_state(const struct average_config *cfg)
+{
+	struct average_state *s = calloc(1, sizeof *s);
+
+	if (s == NULL)
+		return NULL;
+	s->size = (size_t)cfg->size;
+	s->chunks = (size_t)cfg->chunks;
+	return s;
+}
+
 static void *average_setup(int argc, char **argv)
 {
-	struct average_config cfg = average_defaults;
+	struct average_config cfg;
 	struct average_state *s;
 
-	if (cowrun_parse_options(argc, argv, average_options, &cfg) != 0)
+	if (parse_config(argc, argv, &cfg) != 0)
 		return NULL;
-	if (cfg.chunks > cfg.size) {
-		cowrun_error("--chunks %lld is more than --size %lld: a slice would be empty",
-			     cfg.chunks, cfg.size);
-		return NULL;
-	}
-	s = calloc(1, sizeof *s);
+	s = new_state(&cfg);
 	/* The array is the shared state: in the setup arena. */
 	if (s == NULL || (s->values = cowrun_alloc((size_t)cfg.size * sizeof(double))) == NULL) {
 		cowrun_error("cannot allocate %lld doubles", cfg.size);
 		free(s);
 		return NULL;
 	}
-	s->size = (size_t)cfg.size;
-	s->chunks = (size_t)cfg.chunks;
 	cowrun_parallel((s->size + FILL_BLOCK - 1) / FILL_BLOCK, fill_block, s);
+	return s;
+}
+
+/* --dry-run: the slices follow from --chunks alone; nothing is filled. */
+static void *average_plan(int argc, char **argv)
+{
+	struct average_config cfg;
+	struct average_state *s;
+
+	if (parse_config(argc, argv, &cfg) != 0)
+		return NULL;
+	if ((s = new_state(&cfg)) == NULL)
+		cowrun_error("out of memory");
 	return s;
 }
 
@@ -157,7 +191,7 @@ static void average_teardown(void *state)
 {
 	struct average_state *s = state;
 
-	free(s); /* the values belong to the setup arena */
+	free(s); /* the values belong to the setup arena; a plan has none */
 }
 
 const struct cowrun_workload cowrun_workload_average = {
@@ -177,4 +211,5 @@ const struct cowrun_workload cowrun_workload_average = {
 	.merge = average_merge,
 	.finish = average_finish,
 	.teardown = average_teardown,
+	.plan = average_plan,
 };

@@ -179,7 +179,7 @@ static int generate(struct legacy *l)
 }
 
 /* The ledgers and control totals live in the setup arena (the runner frees
- * it); the accumulator on the heap. */
+ * it); the accumulator on the heap (none in a plan's state). */
 static void legacy_teardown(void *state)
 {
 	struct legacy *l = state;
@@ -194,7 +194,10 @@ static void legacy_teardown(void *state)
 	free(l);
 }
 
-static void *legacy_setup(int argc, char **argv)
+/* A state holding the parsed options and nothing built: what setup and
+ * plan share, so that a dry run refuses what the run refuses, in the same
+ * words.  NULL after one line. */
+static struct legacy *new_state(int argc, char **argv)
 {
 	struct legacy *l = calloc(1, sizeof *l);
 
@@ -203,13 +206,24 @@ static void *legacy_setup(int argc, char **argv)
 		return NULL;
 	}
 	l->cfg = legacy_defaults;
-	if (cowrun_parse_options(argc, argv, legacy_options, &l->cfg) != 0)
-		goto fail;
+	if (cowrun_parse_options(argc, argv, legacy_options, &l->cfg) != 0) {
+		free(l);
+		return NULL;
+	}
+	l->nbranches = (size_t)l->cfg.branches;
+	return l;
+}
+
+static void *legacy_setup(int argc, char **argv)
+{
+	struct legacy *l = new_state(argc, argv);
+
+	if (l == NULL)
+		return NULL;
 	/* The reports print local months: pin the zone so they are the same
 	 * on every machine.  A POSIX rule, so no zoneinfo file is needed. */
 	setenv("TZ", "UTC0", 1);
 	tzset();
-	l->nbranches = (size_t)l->cfg.branches;
 	l->branch_off = cowrun_alloc((l->nbranches + 1) * sizeof *l->branch_off);
 	l->control = cowrun_alloc(l->nbranches * sizeof *l->control);
 	l->acc = calloc(1, sizeof *l->acc);
@@ -225,6 +239,12 @@ static void *legacy_setup(int argc, char **argv)
 fail:
 	legacy_teardown(l);
 	return NULL;
+}
+
+/* --dry-run: one report per branch of --branches; no ledger generated. */
+static void *legacy_plan(int argc, char **argv)
+{
+	return new_state(argc, argv);
 }
 
 static size_t legacy_ntasks(const void *state)
@@ -493,4 +513,5 @@ const struct cowrun_workload cowrun_workload_legacy = {
 	.merge = legacy_merge,
 	.finish = legacy_finish,
 	.teardown = legacy_teardown,
+	.plan = legacy_plan,
 };

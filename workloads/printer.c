@@ -240,7 +240,7 @@ static void group(struct printer *p, const struct sale *raw, const uint32_t *reg
 }
 
 /* The sales and their indexes live in the setup arena (the runner frees
- * it); the accumulator on the heap. */
+ * it); the accumulator on the heap (none in a plan's state). */
 static void printer_teardown(void *state)
 {
 	struct printer *p = state;
@@ -281,7 +281,10 @@ out:
 	return rc;
 }
 
-static void *printer_setup(int argc, char **argv)
+/* A state holding the parsed options and nothing built: what setup and
+ * plan share, so that a dry run refuses what the run refuses, in the same
+ * words.  NULL after one line. */
+static struct printer *new_state(int argc, char **argv)
 {
 	struct printer *p = calloc(1, sizeof *p);
 
@@ -290,16 +293,30 @@ static void *printer_setup(int argc, char **argv)
 		return NULL;
 	}
 	p->cfg = printer_defaults;
-	if (cowrun_parse_options(argc, argv, printer_options, &p->cfg) != 0)
-		goto fail;
+	if (cowrun_parse_options(argc, argv, printer_options, &p->cfg) != 0) {
+		free(p);
+		return NULL;
+	}
 	p->nregions = (size_t)p->cfg.regions;
 	p->nbranches = (size_t)p->cfg.branches;
-	if (printer_build(p) != 0)
-		goto fail;
 	return p;
-fail:
-	printer_teardown(p);
-	return NULL;
+}
+
+static void *printer_setup(int argc, char **argv)
+{
+	struct printer *p = new_state(argc, argv);
+
+	if (p != NULL && printer_build(p) != 0) {
+		printer_teardown(p);
+		return NULL;
+	}
+	return p;
+}
+
+/* --dry-run: one statement per region of --regions; no sale generated. */
+static void *printer_plan(int argc, char **argv)
+{
+	return new_state(argc, argv);
 }
 
 static size_t printer_ntasks(const void *state)
@@ -757,4 +774,5 @@ const struct cowrun_workload cowrun_workload_printer = {
 	.merge = printer_merge,
 	.finish = printer_finish,
 	.teardown = printer_teardown,
+	.plan = printer_plan,
 };

@@ -609,10 +609,35 @@ static void *selftest_merge_setup(int argc, char **argv, const void *context, si
 	return s;
 }
 
-/* --dry-run: the tasks are named from the options alone. */
+/* The task lists' checks (--crash, --slow, ...), as the setup makes them,
+ * on marks of the heap freed at once: 0, or -1 after one line. */
+static int check_task_lists(struct selftest_state *s)
+{
+	int rc = -1;
+
+	s->fate = calloc((size_t)s->cfg.tasks + 1, 1);
+	s->quirks = calloc((size_t)s->cfg.tasks + 1, 1);
+	if (s->fate == NULL || s->quirks == NULL)
+		cowrun_error("out of memory for %lld tasks", s->cfg.tasks);
+	else if (parse_fates(s) == 0 && parse_quirks(s) == 0)
+		rc = 0;
+	free(s->fate);
+	free(s->quirks);
+	s->fate = s->quirks = NULL;
+	return rc;
+}
+
+/* --dry-run: the tasks are named from the options alone, which are
+ * checked as the setup checks them (nothing hashed, no directory made). */
 static void *selftest_plan(int argc, char **argv)
 {
-	return new_state(argc, argv);
+	struct selftest_state *s = new_state(argc, argv);
+
+	if (s != NULL && check_task_lists(s) != 0) {
+		selftest_teardown(s);
+		return NULL;
+	}
+	return s;
 }
 
 const struct cowrun_workload cowrun_workload_selftest = {

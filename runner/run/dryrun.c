@@ -3,7 +3,8 @@
  * without writing anything: the tasks (when the workload can name them
  * without its setup: the plan() member), the workers and setup threads,
  * the memory, every file it would create, replace or append to, and the
- * checks a real run makes before its setup.  See run.h.
+ * checks a real run makes before its setup, with those its setup makes of
+ * the workload's options where plan() repeats them.  See run.h.
  */
 #define _GNU_SOURCE
 #include "run.h"
@@ -126,6 +127,24 @@ static void show_resources(const struct run_config *cfg, size_t count, int known
 	printf("\n");
 }
 
+/* The workload's plan(): 1 with *plan set (the caller tears it down), 0
+ * if its tasks are known only after the setup, -1 if it refused the
+ * options as its setup would (its message printed).  A plan that returns
+ * NULL tells the last two apart only by whether it called cowrun_error(). */
+static int make_plan(const struct run_config *cfg, void **plan)
+{
+	const struct cowrun_workload *w = cfg->workload;
+	unsigned long errors = task_errors_reported();
+
+	*plan = NULL;
+	if (cfg->nmerge > 0 || w->abi_version < 3 || w->plan == NULL)
+		return 0;
+	*plan = w->plan(cfg->wargc, cfg->wargv);
+	if (*plan)
+		return 1;
+	return task_errors_reported() == errors ? 0 : -1;
+}
+
 int run_dry(const struct run_config *cfg)
 {
 	const struct cowrun_workload *w = cfg->workload;
@@ -143,9 +162,8 @@ int run_dry(const struct run_config *cfg)
 	    ((w->flags & COWRUN_WRITES_REPORTS) && outdir_check_existing(cfg->outdir) != 0) ||
 	    (cfg->nmerge == 0 && run_check_inputs(cfg) != 0))   /* a merge may need none */
 		goto refused;
-	if (cfg->nmerge == 0 && w->abi_version >= 3 && w->plan)
-		plan = w->plan(cfg->wargc, cfg->wargv);
-	if (plan && (count = show_tasks(cfg, plan, &selected)) == (size_t)-1)
+	if (make_plan(cfg, &plan) < 0 ||
+	    (plan && (count = show_tasks(cfg, plan, &selected)) == (size_t)-1))
 		goto refused;
 	if (!plan)
 		printf("tasks      %s\n", cfg->nmerge ? "none: --merge runs no task"

@@ -108,7 +108,8 @@ static void pin_blas_threads(void)
 }
 
 /* The asset names, risk model and portfolios live in the setup arena (the
- * runner frees it); the name index and the accumulator on the heap. */
+ * runner frees it); the name index and the accumulator on the heap (a
+ * plan's state has neither). */
 static void risk_teardown(void *state)
 {
 	struct risk *r = state;
@@ -152,7 +153,10 @@ out:
 	return rc;
 }
 
-static void *risk_setup(int argc, char **argv)
+/* A state holding the parsed options and nothing built: what setup and
+ * plan share, so that a dry run refuses what the run refuses, in the same
+ * words.  NULL after one line. */
+static struct risk *new_state(int argc, char **argv)
 {
 	struct risk *r = calloc(1, sizeof *r);
 
@@ -161,15 +165,40 @@ static void *risk_setup(int argc, char **argv)
 		return NULL;
 	}
 	r->cfg = risk_defaults;
-	if (cowrun_parse_options(argc, argv, risk_options, &r->cfg) != 0)
-		goto fail;
-	pin_blas_threads();
-	if (risk_build(r) != 0)
-		goto fail;
+	if (cowrun_parse_options(argc, argv, risk_options, &r->cfg) != 0) {
+		free(r);
+		return NULL;
+	}
 	return r;
-fail:
-	risk_teardown(r);
-	return NULL;
+}
+
+static void *risk_setup(int argc, char **argv)
+{
+	struct risk *r = new_state(argc, argv);
+
+	if (r == NULL)
+		return NULL;
+	pin_blas_threads();
+	if (risk_build(r) != 0) {
+		risk_teardown(r);
+		return NULL;
+	}
+	return r;
+}
+
+/* --dry-run: generated portfolios are --portfolios, whatever the returns;
+ * with --holdings they are the file's, known after reading it: NULL, no
+ * message.  No BLAS call, no input read. */
+static void *risk_plan(int argc, char **argv)
+{
+	struct risk *r = new_state(argc, argv);
+
+	if (r == NULL || r->cfg.holdings) {
+		risk_teardown(r);
+		return NULL;
+	}
+	r->npf = (size_t)r->cfg.portfolios;
+	return r;
 }
 
 static size_t risk_ntasks(const void *state)
@@ -216,4 +245,5 @@ const struct cowrun_workload cowrun_workload = {
 	.merge = risk_merge,
 	.finish = risk_finish,
 	.teardown = risk_teardown,
+	.plan = risk_plan,
 };

@@ -192,6 +192,19 @@ out:
 	return rc;
 }
 
+int generate_store_ids(const struct sales_config *cfg, struct sales *s)
+{
+	uint32_t n = (uint32_t)cfg->stores;
+
+	s->store_id = malloc(n * sizeof *s->store_id);
+	if (s->store_id == NULL)
+		return -1;
+	s->nstores = n;
+	for (uint32_t i = 0; i < n; i++)
+		s->store_id[i] = i + 1;
+	return 0;
+}
+
 /* Stores 1..N of differing sizes (one in eight a flagship three times
  * bigger); one in ten opens during the first half of the period.  Store 1
  * is open from day 0. */
@@ -199,12 +212,11 @@ static int gen_stores(struct gen *g)
 {
 	uint32_t n = (uint32_t)g->cfg->stores;
 
-	g->s->store_id = malloc(n * sizeof *g->s->store_id);
 	g->store_weight = malloc(n * sizeof *g->store_weight);
 	g->store_open = malloc(n * sizeof *g->store_open);
-	if (g->s->store_id == NULL || g->store_weight == NULL || g->store_open == NULL)
+	if (generate_store_ids(g->cfg, g->s) != 0 || g->store_weight == NULL ||
+	    g->store_open == NULL)
 		return -1;
-	g->s->nstores = n;
 	for (uint32_t i = 0; i < n; i++) {
 		uint32_t w = 40 + rng_below(&g->rng, 160);
 		if (rng_below(&g->rng, 8) == 0)
@@ -213,7 +225,6 @@ static int gen_stores(struct gen *g)
 		g->store_open[i] = 0;
 		if (i > 0 && rng_below(&g->rng, 10) == 0)
 			g->store_open[i] = rng_below(&g->rng, g->ndays / 2 + 1);
-		g->s->store_id[i] = i + 1;
 	}
 	return 0;
 }
@@ -428,8 +439,7 @@ static void gen_free(struct gen *g)
 	free(g->pop_product);
 }
 
-/* --start-date and --days as day numbers, or -1 after one message. */
-static int gen_period(const struct sales_config *cfg, uint32_t *first)
+int generate_period(const struct sales_config *cfg, uint32_t *first)
 {
 	if (parse_date(cfg->start_date, first) != 0 ||
 	    *first + cfg->days - 1 > day_number(9999, 12, 31)) {
@@ -448,7 +458,7 @@ int generate_load(const struct sales_config *cfg, struct sales *s)
 	uint32_t first;
 	int rc = -1;
 
-	if (gen_period(cfg, &first) != 0)
+	if (generate_period(cfg, &first) != 0)
 		return -1;
 	s->ntxn = (size_t)cfg->rows;
 	s->txn_bytes = s->ntxn * sizeof *s->txn;

@@ -51,7 +51,8 @@ static const struct cowrun_option sales_options[] = {
 
 /* ---- setup and teardown (parent) ---------------------------------------- */
 
-/* Frees everything setup built (NULL or half-built is fine). */
+/* Frees everything setup, merge_setup or plan built (NULL or half-built
+ * is fine). */
 static void sales_teardown(void *state)
 {
 	struct sales *s = state;
@@ -120,6 +121,28 @@ static void *sales_merge_setup(int argc, char **argv, const void *context, size_
 		goto fail;
 	if (index_acc(s) != 0) {
 		cowrun_error("out of memory building the merge state");
+		goto fail;
+	}
+	return s;
+fail:
+	sales_teardown(s);
+	return NULL;
+}
+
+/* --dry-run: on generated data the stores are 1..--stores, checked as
+ * the setup checks them (the same functions), and nothing generated; with
+ * --input they are the file's, known after reading it: NULL, no message. */
+static void *sales_plan(int argc, char **argv)
+{
+	struct sales *s = new_state(argc, argv);
+	uint32_t first;
+
+	if (s == NULL || s->cfg.input)
+		goto fail;
+	if (generate_period(&s->cfg, &first) != 0)
+		goto fail;
+	if (generate_store_ids(&s->cfg, s) != 0) {
+		cowrun_error("out of memory for %lld stores", s->cfg.stores);
 		goto fail;
 	}
 	return s;
@@ -289,4 +312,5 @@ const struct cowrun_workload cowrun_workload_sales = {
 	.teardown = sales_teardown,
 	.merge_context = sales_merge_context,
 	.merge_setup = sales_merge_setup,
+	.plan = sales_plan,
 };

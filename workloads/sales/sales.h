@@ -141,6 +141,13 @@ uint64_t mix64(uint64_t x);
 int csv_load(const char *path, struct sales *s);
 /* Generated data (generate.c). */
 int generate_load(const struct sales_config *cfg, struct sales *s);
+/* --start-date and --days checked, the first day's number into *first:
+ * 0, or -1 after one message.  generate_load()'s first step, and the
+ * plan's check of the same options (generate.c). */
+int generate_period(const struct sales_config *cfg, uint32_t *first);
+/* s->store_id (heap) and s->nstores: the generated stores 1..--stores,
+ * for generate_load() and the plan alike.  0, or -1 (ENOMEM). */
+int generate_store_ids(const struct sales_config *cfg, struct sales *s);
 /* The calendar from day number first to last; sets s->first_day (index.c). */
 int index_calendar(struct sales *s, uint32_t first, uint32_t last);
 /* The merge accumulator for s->nstores tasks (index.c).  0 or -1 (ENOMEM). */
