@@ -88,7 +88,7 @@ example_dir() {
 	[[ "$help" == *--resume-failed* && "$help" == *--max-workers* && "$help" == *--reload* ]]
 }
 
-@test "docs: every link between the README and docs/ leads to a file; every docs file is in the index" {
+@test "docs: every link between the README and docs/ leads to a heading of a file; every docs file is in the index" {
 	local f link target bad=0
 	for f in "$ROOT/README.md" "$ROOT"/docs/*.md; do
 		while IFS= read -r link; do
@@ -97,6 +97,30 @@ example_dir() {
 			[ -e "${f%/*}/$target" ] || { echo "${f#$ROOT/}: no file for ($link)" >&2; bad=1; }
 		done < <(grep -oE '\]\([^)#:]*\.md(#[^)]*)?\)' "$f" | sed 's/^](//; s/)$//')
 	done
+	# Each #anchor names a heading of its file, made as GitHub makes them:
+	# lower case, only letters, digits, spaces, - and _, spaces made -.
+	awk '
+		FNR == 1 { dir = FILENAME; sub(/[^\/]*$/, "", dir) }
+		/^```/ { code = !code }
+		!code && /^#+ / {
+			h = tolower($0); sub(/^#+ /, "", h); gsub(/[^a-z0-9 _-]/, "", h); gsub(/ /, "-", h)
+			anchor[FILENAME "#" h] = 1
+		}
+		!code {
+			line = $0
+			while (match(line, /\]\([^):]*#[^)]*\)/)) {
+				l = substr(line, RSTART + 2, RLENGTH - 3); line = substr(line, RSTART + RLENGTH)
+				file = l; sub(/#.*/, "", file); a = l; sub(/^[^#]*#/, "", a)
+				want[(file == "" ? FILENAME : dir file) "#" a] = FILENAME ": (" l ")"
+			}
+		}
+		END {
+			for (w in want) {
+				k = w; while (k ~ /[^\/]+\/\.\.\//) sub(/[^\/]+\/\.\.\//, "", k)
+				if (!(k in anchor)) { print want[w] ": no such heading" > "/dev/stderr"; bad = 1 }
+			}
+			exit bad
+		}' "$ROOT/README.md" "$ROOT"/docs/*.md || bad=1
 	for f in "$ROOT"/docs/*.md; do
 		[ "$(basename "$f")" = README.md ] && continue
 		grep -q "](docs/$(basename "$f"))" "$ROOT/README.md" || { echo "README does not name docs/$(basename "$f")" >&2; bad=1; }
