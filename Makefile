@@ -64,8 +64,8 @@ DEB_TEST = libcmocka-dev bats openssh-server openssh-client strace \
 DEB_TOOLS = parallel gnuplot-nox fonts-dejavu-core hyperfine time python3 help2man
 DEB_PACKAGES = $(DEB_BUILD) $(DEB_BUNDLED) $(DEB_TEST) $(DEB_TOOLS)
 
-# The README's table of these lists (tests/cli/tree.bats fails when the two
-# differ): make print-deps.
+# The table of these lists in docs/install.md (tests/cli/tree.bats fails
+# when the two differ; build-aux/readme-tables writes it): make print-deps.
 .PHONY: print-deps
 print-deps:
 	@echo '| what for | Debian packages (make deps) |'

@@ -1,7 +1,7 @@
 #!/usr/bin/env bats
 # The house in folders: build-aux/include-graph finds no include going up
 # the layers, none into another folder's private header, no circle; the
-# README's layout table is the tree's; and the checker itself catches each
+# layout table of docs/how-it-works.md is the tree's; and the checker itself catches each
 # kind of violation, planted in a copy of the tree.
 
 load helpers
@@ -13,7 +13,7 @@ copy_tree() {
 	T="$BATS_TEST_TMPDIR/t"
 	mkdir -p "$T/build-aux"
 	cp "$GRAPH" "$T/build-aux/"
-	cp -r "$ROOT/runner" "$ROOT/include" "$ROOT/workloads" "$ROOT/README.md" "$T/"
+	cp -r "$ROOT/runner" "$ROOT/include" "$ROOT/workloads" "$ROOT/docs" "$T/"
 }
 
 @test "tree: no include goes up, none into a private header, no circle" {
@@ -33,9 +33,9 @@ copy_tree() {
 	done
 }
 
-@test "tree: the README's layout table is the one the tree gives" {
+@test "tree: the manual's layout table (docs/how-it-works.md) is the one the tree gives" {
 	expected=$("$GRAPH" --layout)
-	actual=$(sed -n '/^<!-- layout: /,/^<!-- end of layout -->/p' "$ROOT/README.md" | sed '1d;$d')
+	actual=$(sed -n '/^<!-- layout: /,/^<!-- end of layout -->/p' "$ROOT/docs/how-it-works.md" | sed '1d;$d')
 	[ -n "$actual" ]
 	[ "$actual" = "$expected" ] || { echo "stale: run build-aux/readme-tables" >&2; return 1; }
 }
@@ -85,9 +85,9 @@ copy_tree() {
 	[[ "$output" == *"circle of calls: "*"engine/zz"* ]]
 }
 
-@test "tree: the README's dependency table is the Makefile's" {
+@test "tree: the manual's dependency table (docs/install.md) is the Makefile's" {
 	expected=$(make -s -C "$ROOT" print-deps)
-	actual=$(sed -n '/^<!-- deps: /,/^<!-- end of deps -->/p' "$ROOT/README.md" | sed '1d;$d')
+	actual=$(sed -n '/^<!-- deps: /,/^<!-- end of deps -->/p' "$ROOT/docs/install.md" | sed '1d;$d')
 	[ -n "$actual" ]
 	[ "$actual" = "$expected" ] ||
 		{ diff <(echo "$expected") <(echo "$actual") >&2; echo "stale: run build-aux/readme-tables" >&2; return 1; }
