@@ -127,7 +127,11 @@ static int load(struct loader *L, struct sales *s)
 		return -1;
 	}
 	s->has_categories = 0;
-	return place_rows(L, s, rows);
+	if (place_rows(L, s, rows) != 0)
+		return -1;
+	s->names = L->cat.names; /* s's from now on */
+	L->cat.names = NULL;
+	return 0;
 }
 
 static void loader_free(struct loader *L)
@@ -138,9 +142,10 @@ static void loader_free(struct loader *L)
 		free(pt->sid);
 		free(pt->count);
 		free(pt->place);
-		free(pt->pmap);
 		ptable_free(&pt->prod);
 	}
+	ptable_free(&L->cat);
+	free(L->rank);
 	for (unsigned t = 0; L->tmp && t < cowrun_setup_threads(); t++) {
 		free(L->tmp[t].buf);
 		free(L->tmp[t].line);

@@ -34,7 +34,8 @@ struct row {
 };
 
 /* One part: pass 1's tables, then pass 2's places.  Its memory is the
- * loader's (csv_load.c frees it). */
+ * loader's (csv_load.c frees it); its product table is freed once merged
+ * (pass 2 finds products in the loader's catalogue). */
 struct part {
 	uint64_t hash;        /* of the part's own bytes */
 	size_t lines, rows;
@@ -46,15 +47,16 @@ struct part {
 	size_t nstores, scap;
 	size_t *place;        /* local store -> next row index (pass 2) */
 	struct ptable prod;   /* local products, first-appearance order */
-	uint32_t *pmap;       /* local product -> catalogue index */
 	struct csv_err err;
 };
 
 /* Per-thread scratch: the part's bytes, a copy of a bad line, a date memo,
- * and the current part's local index of each small store and product id
- * (NONE: not seen yet; reset after each part): most CSVs number their
- * stores and products from 1, and an array beats a hash map per row.
- * Its memory is the loader's. */
+ * and the index of each small store and product id (NONE: not seen yet):
+ * most CSVs number their stores and products from 1, and an array beats a
+ * hash map per row.  Stores: the current part's local index (reset after
+ * each part).  Products: in pass 1 the part's local index (reset after
+ * each part), in pass 2 the catalogue index (good for every part).  Its
+ * memory is the loader's. */
 struct scratch {
 	char *buf, *line;
 	size_t cap, line_cap;
@@ -71,6 +73,11 @@ struct loader {
 	struct part *part;
 	struct scratch *tmp;  /* cowrun_setup_threads() of them */
 	struct sales *s;
+	/* After the merge: every product, first-appearance order, and
+	 * rank[its index] = its catalogue index (pass 2's lookups).  The
+	 * name pool moves to s->names when the load succeeds. */
+	struct ptable cat;
+	uint32_t *rank;
 	uint32_t first_day;   /* of the whole file: calendar index 0 */
 	int64_t prefix;       /* overflow search: revenue before the part */
 	size_t bad_line;
@@ -138,8 +145,9 @@ int csv_pass2(struct loader *L);
 /* Sets s->store_id (ascending), nstores, store_off (malloc'd; s owns
  * them) and every part's place[] (the loader's).  0, or -1 (ENOMEM). */
 int csv_merge_stores(struct loader *L, struct sales *s);
-/* Sets s->product (sorted as index.c sorts), nproducts, names (s owns
- * them) and every part's pmap[].  0, or -1 (ENOMEM). */
+/* Sets s->product (sorted as index.c sorts), nproducts (s owns them),
+ * L->cat and L->rank, and frees every part's product table.  0, or -1
+ * (ENOMEM). */
 int csv_merge_products(struct loader *L, struct sales *s);
 
 #endif

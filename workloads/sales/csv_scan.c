@@ -239,7 +239,9 @@ static int direct_init(struct scratch *t, struct csv_err *e)
 	return 0;
 }
 
-/* Back to all NONE for the thread's next part. */
+/* Back to all NONE for the thread's next part: its stores, and its
+ * products in pass 1 (in pass 2 the part's table is gone, and the array
+ * holds catalogue indexes, good for every part). */
 static void direct_reset(struct scratch *t, const struct part *pt)
 {
 	for (size_t j = 0; j < pt->nstores; j++)
@@ -302,9 +304,10 @@ static inline int64_t local_store(struct scratch *t, struct part *pt,
 	return idx;
 }
 
-/* The same for the row's product. */
+/* Pass 1: the part's index of the row's product, added on first sight;
+ * -1 out of memory. */
 static inline int64_t local_product(struct scratch *t, struct part *pt,
-				    const struct row *r, int add)
+				    const struct row *r)
 {
 	int direct = r->pid != 0 && r->pid < DIRECT_IDS;
 	int64_t idx;
@@ -312,9 +315,26 @@ static inline int64_t local_product(struct scratch *t, struct part *pt,
 	/* the common case (a small id, seen before): the fall-through */
 	if (__builtin_expect(direct && t->prod_at[r->pid] != NONE, 1))
 		return t->prod_at[r->pid];
-	idx = add ? ptable_index(&pt->prod, r->pid, r->name, r->len, 1)
-		  : ptable_find(&pt->prod, r->pid, r->name, r->len);
+	idx = ptable_index(&pt->prod, r->pid, r->name, r->len, 1);
 	if (idx >= 0 && direct)
+		t->prod_at[r->pid] = (uint32_t)idx;
+	return idx;
+}
+
+/* Pass 2: the catalogue index of the row's product; -1 if absent. */
+static inline int64_t catalogue_product(const struct loader *L,
+					struct scratch *t, const struct row *r)
+{
+	int direct = r->pid != 0 && r->pid < DIRECT_IDS;
+	int64_t idx;
+
+	if (__builtin_expect(direct && t->prod_at[r->pid] != NONE, 1))
+		return t->prod_at[r->pid];
+	idx = ptable_find(&L->cat, r->pid, r->name, r->len);
+	if (idx < 0)
+		return -1;
+	idx = L->rank[idx];
+	if (direct)
 		t->prod_at[r->pid] = (uint32_t)idx;
 	return idx;
 }
@@ -351,7 +371,7 @@ static int tally(struct loader *L, struct part *pt, struct scratch *t,
 		 const struct row *r, size_t lineno)
 {
 	int64_t store = local_store(t, pt, r->store, 1);
-	int64_t prod = store < 0 ? -1 : local_product(t, pt, r, 1);
+	int64_t prod = store < 0 ? -1 : local_product(t, pt, r);
 
 	(void)L;
 	if (prod < 0)
@@ -434,14 +454,14 @@ static int place_row(struct loader *L, struct part *pt, struct scratch *tmp,
 {
 	struct sales *s = L->s;
 	int64_t store = local_store(tmp, pt, r->store, 0);
-	int64_t prod = local_product(tmp, pt, r, 0);
+	int64_t prod = catalogue_product(L, tmp, r);
 	struct txn t = { r->day - L->first_day, 0, r->qty, r->price };
 
 	(void)lineno;
 	if (store < 0 || prod < 0 || pt->count[store] == 0 ||
 	    r->day < L->first_day || r->day - L->first_day >= s->ndays)
 		return csv_fail_io(&pt->err, E_CHANGED, 0);
-	t.product = pt->pmap[prod];
+	t.product = (uint32_t)prod;
 	pt->count[store]--;
 	s->txn[pt->place[store]++] = t;
 	return 0;
