@@ -14,44 +14,21 @@
 
 /* ---- a part's lines --------------------------------------------------- */
 
-/* Read part i (and a little past it) and hash its own bytes.  The first
- * line starting in it follows the first '\n' at or after its first byte's
- * predecessor, hence the one byte read before the part. */
-static int view_open(struct loader *L, size_t i, unsigned thread,
-		     struct view *v, uint64_t *hash, struct csv_err *e)
-{
-	size_t start = i * L->part_size;
-	size_t end = start + L->part_size < L->size ? start + L->part_size : L->size;
-	size_t lo = i ? start - 1 : 0;
-	size_t want = end + PART_EXTRA < L->size ? end + PART_EXTRA : L->size;
-	const char *nl;
-
-	*v = (struct view){ L, &L->tmp[thread], NULL, lo, 0, 0, end - lo };
-	if (csv_view_fill(v, want - lo, e) != 0)
-		return -1;
-	*hash = cowrun_hash64(v->buf + (start - lo), end - start, 0);
-	if (i == 0)
-		return 0;
-	nl = memchr(v->buf, '\n', v->stop - 1);
-	v->pos = nl ? (size_t)(nl - v->buf) + 1 : v->stop;
-	return 0;
-}
-
-/* The next line starting in the part, without its '\n'.  Returns 1, 0 at
- * the part's end, or -1 after recording a read error. */
+/* The next line starting in the part, without its '\n' (which is held,
+ * or the file ends there).  Returns 1, 0 at the part's end, or -1 after
+ * recording a read error. */
 static int view_line(struct view *v, const char **line, size_t *n,
 		     struct csv_err *e)
 {
 	size_t from = v->pos;
 	const char *nl;
 
-	if (v->pos >= v->stop || v->off + v->pos >= v->L->size)
+	if (v->off + v->pos >= v->end)
 		return 0;
 	while ((nl = memchr(v->buf + from, '\n', v->len - from)) == NULL &&
 	       v->off + v->len < v->L->size) {
-		size_t grow = v->len * 2 > v->len + PART_EXTRA ? v->len * 2 : v->len + PART_EXTRA;
-		from = v->len;
-		if (csv_view_fill(v, grow < v->L->size - v->off ? grow : v->L->size - v->off, e) != 0)
+		from = v->len - v->pos; /* where the line's held bytes end, once moved */
+		if (csv_view_more(v, e) != 0)
 			return -1;
 	}
 	*line = v->buf + v->pos;
@@ -267,7 +244,7 @@ static int scan_part(struct loader *L, size_t i, unsigned thread, row_fn fn,
 
 	*lines = 0;
 	if (direct_init(&L->tmp[thread], &pt->err) != 0 ||
-	    view_open(L, i, thread, &v, hash, &pt->err) != 0)
+	    csv_view_open(&v, L, i, thread, &pt->err) != 0)
 		return -1;
 	while ((rc = view_line(&v, &line, &n, &pt->err)) > 0) {
 		++*lines;
@@ -282,7 +259,7 @@ static int scan_part(struct loader *L, size_t i, unsigned thread, row_fn fn,
 			break;
 	}
 	direct_reset(v.tmp, pt);
-	return rc < 0 ? -1 : 0;
+	return rc < 0 ? -1 : csv_view_hash(&v, hash, &pt->err);
 }
 
 /* ---- a row's local store and product ---------------------------------- */
