@@ -11,7 +11,10 @@
  * file order gives the store list, catalogue and name pool the sequential
  * reader gave, and the final index of every row.  Pass 2 parses each part
  * again and writes its rows to those indexes in the arena, so the rows are
- * never held twice.
+ * never held twice.  Before it, the parts' product tables are merged and
+ * freed, and each thread reads a piece of a part at a time, so the setup
+ * peaks at the arena and little more (1.10x for 5M rows at -j 2; the whole
+ * parts and their tables once made it 1.28x).
  *
  * Regular files are read with pread (not mmap: a file truncated under us
  * would be a SIGBUS with no message); a file that changes between the
@@ -127,7 +130,11 @@ static int load(struct loader *L, struct sales *s)
 		return -1;
 	}
 	s->has_categories = 0;
-	return place_rows(L, s, rows);
+	if (place_rows(L, s, rows) != 0)
+		return -1;
+	s->names = L->cat.names; /* s's from now on */
+	L->cat.names = NULL;
+	return 0;
 }
 
 static void loader_free(struct loader *L)
@@ -138,9 +145,10 @@ static void loader_free(struct loader *L)
 		free(pt->sid);
 		free(pt->count);
 		free(pt->place);
-		free(pt->pmap);
 		ptable_free(&pt->prod);
 	}
+	ptable_free(&L->cat);
+	free(L->rank);
 	for (unsigned t = 0; L->tmp && t < cowrun_setup_threads(); t++) {
 		free(L->tmp[t].buf);
 		free(L->tmp[t].line);

@@ -9,6 +9,12 @@
 
 #include "csv_hash.h"
 
+/* The streaming form of cowrun_hash64() (XXH3, as the runner's inputid.c
+ * compiles it in): a part read a piece at a time hashes as its whole. */
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+#define PIECE       ((size_t)256 << 10) /* a part is read this much at a time */
 #define PART_EXTRA  ((size_t)64 << 10)  /* read past a part for its last line */
 #define REVENUE_MAX (INT64_MAX / 1000)  /* the reports compute part * 1000 */
 #define PAD         16                  /* bytes after a buffer, for the fast path */
@@ -34,7 +40,8 @@ struct row {
 };
 
 /* One part: pass 1's tables, then pass 2's places.  Its memory is the
- * loader's (csv_load.c frees it). */
+ * loader's (csv_load.c frees it); its product table is freed once merged
+ * (pass 2 finds products in the loader's catalogue). */
 struct part {
 	uint64_t hash;        /* of the part's own bytes */
 	size_t lines, rows;
@@ -46,15 +53,16 @@ struct part {
 	size_t nstores, scap;
 	size_t *place;        /* local store -> next row index (pass 2) */
 	struct ptable prod;   /* local products, first-appearance order */
-	uint32_t *pmap;       /* local product -> catalogue index */
 	struct csv_err err;
 };
 
-/* Per-thread scratch: the part's bytes, a copy of a bad line, a date memo,
- * and the current part's local index of each small store and product id
- * (NONE: not seen yet; reset after each part): most CSVs number their
- * stores and products from 1, and an array beats a hash map per row.
- * Its memory is the loader's. */
+/* Per-thread scratch: a piece of the part, a copy of a bad line, a date memo,
+ * and the index of each small store and product id (NONE: not seen yet):
+ * most CSVs number their stores and products from 1, and an array beats a
+ * hash map per row.  Stores: the current part's local index (reset after
+ * each part).  Products: in pass 1 the part's local index (reset after
+ * each part), in pass 2 the catalogue index (good for every part).  Its
+ * memory is the loader's. */
 struct scratch {
 	char *buf, *line;
 	size_t cap, line_cap;
@@ -71,18 +79,29 @@ struct loader {
 	struct part *part;
 	struct scratch *tmp;  /* cowrun_setup_threads() of them */
 	struct sales *s;
+	/* After the merge: every product, first-appearance order, and
+	 * rank[its index] = its catalogue index (pass 2's lookups).  The
+	 * name pool moves to s->names when the load succeeds. */
+	struct ptable cat;
+	uint32_t *rank;
 	uint32_t first_day;   /* of the whole file: calendar index 0 */
 	int64_t prefix;       /* overflow search: revenue before the part */
 	size_t bad_line;
 };
 
-/* A part's bytes: buf[0] is file offset off; lines start in [pos, stop).
- * buf is the thread's scratch (or the loader's mem): the view owns none. */
+/* A part's bytes, read a piece at a time into the thread's scratch (the
+ * setup's peak holds a piece per thread, not a part), or all of the
+ * loader's mem: buf[0] is file offset off, len bytes held, PAD bytes of
+ * '\n' after them; the next line starts at buf[pos].  Lines start in
+ * [start, end), the part's bytes, which are hashed as they are read.  The
+ * view owns no memory. */
 struct view {
 	struct loader *L;
 	struct scratch *tmp;
 	const char *buf;
-	size_t off, len, pos, stop;
+	size_t off, len, pos;
+	size_t start, end;
+	XXH3_state_t hash;
 };
 
 /* ---- errors (csv_err.c): a thread records, the caller prints ---------- */
@@ -105,10 +124,18 @@ void csv_print_err(const struct loader *L, const struct csv_err *e,
 int csv_open_input(struct loader *L);
 /* The part size: PART_SIZE, or COWRUN_SALES_CSV_PART's bytes (tests). */
 size_t csv_part_size(void);
-/* Make the view hold its first n bytes (n <= size - off): read into the
- * thread's scratch buffer, PAD bytes of '\n' after them (or point into
- * L->mem).  0, or -1 after recording a read error in e. */
-int csv_view_fill(struct view *v, size_t n, struct csv_err *e);
+/* Open v on part i, read by thread's scratch, at the part's first line
+ * (the one after the first '\n' at or after its first byte's predecessor;
+ * none: pos at the part's end).  0, or -1 after recording a read error in
+ * e.  Nothing to close. */
+int csv_view_open(struct view *v, struct loader *L, size_t i,
+		  unsigned thread, struct csv_err *e);
+/* Drop the bytes before buf[pos] and read the next piece after the held
+ * ones (there must be one: off + len < size).  0, or -1 as above. */
+int csv_view_more(struct view *v, struct csv_err *e);
+/* The hash of the part's bytes, reading what the lines left unread.  0,
+ * or -1 as above. */
+int csv_view_hash(struct view *v, uint64_t *hash, struct csv_err *e);
 
 /* ---- the exact row parser (csv_row.c), for what the fast one declines -- */
 
@@ -138,8 +165,9 @@ int csv_pass2(struct loader *L);
 /* Sets s->store_id (ascending), nstores, store_off (malloc'd; s owns
  * them) and every part's place[] (the loader's).  0, or -1 (ENOMEM). */
 int csv_merge_stores(struct loader *L, struct sales *s);
-/* Sets s->product (sorted as index.c sorts), nproducts, names (s owns
- * them) and every part's pmap[].  0, or -1 (ENOMEM). */
+/* Sets s->product (sorted as index.c sorts), nproducts (s owns them),
+ * L->cat and L->rank, and frees every part's product table.  0, or -1
+ * (ENOMEM). */
 int csv_merge_products(struct loader *L, struct sales *s);
 
 #endif

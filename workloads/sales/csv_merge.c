@@ -149,40 +149,31 @@ static int sort_products(struct ptable *all, struct sales *s, uint32_t *rank)
 }
 
 /* The catalogue and name pool (first-appearance order, as the sequential
- * reader built it), and every part's pmap[]. */
+ * reader built it) in L->cat, each product's catalogue index in L->rank.
+ * Each part's product table is freed once merged, before pass 2 fills the
+ * arena: kept, the parts' tables (every product in each of them) added
+ * about a tenth of the arena to the setup's peak.  s->names is set by
+ * csv_load() once the load succeeds (pass 2 still finds names in it). */
 int csv_merge_products(struct loader *L, struct sales *s)
 {
-	struct ptable all = { 0 };
-	uint32_t *rank = NULL;
-	int rc = -1;
+	struct ptable *all = &L->cat;
 
 	for (size_t i = 0; i < L->nparts; i++) {
 		struct ptable *t = &L->part[i].prod;
-		L->part[i].pmap = malloc((t->n + 1) * sizeof *L->part[i].pmap);
-		if (L->part[i].pmap == NULL)
-			goto out;
 		for (size_t j = 0; j < t->n; j++) {
 			const struct product *p = &t->prod[j];
 			const char *name = p->id ? NULL : t->names + p->name;
-			int64_t g = ptable_index(&all, p->id, name, name ? strlen(name) : 0, 1);
+			int64_t g = ptable_index(all, p->id, name, name ? strlen(name) : 0, 1);
 			if (g < 0)
-				goto out;
-			if (all.prod[g].list_price < p->list_price)
-				all.prod[g].list_price = p->list_price;
-			L->part[i].pmap[j] = (uint32_t)g;
+				return -1;
+			if (all->prod[g].list_price < p->list_price)
+				all->prod[g].list_price = p->list_price;
 		}
+		ptable_free(t);
+		*t = (struct ptable){ 0 };
 	}
-	rank = malloc((all.n + 1) * sizeof *rank);
-	if (rank == NULL || sort_products(&all, s, rank) != 0)
-		goto out;
-	for (size_t i = 0; i < L->nparts; i++)
-		for (size_t j = 0; j < L->part[i].prod.n; j++)
-			L->part[i].pmap[j] = rank[L->part[i].pmap[j]];
-	s->names = all.names;
-	all.names = NULL;
-	rc = 0;
-out:
-	ptable_free(&all);
-	free(rank);
-	return rc;
+	L->rank = malloc((all->n + 1) * sizeof *L->rank);
+	if (L->rank == NULL)
+		return -1;
+	return sort_products(all, s, L->rank);
 }

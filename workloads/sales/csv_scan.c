@@ -14,44 +14,21 @@
 
 /* ---- a part's lines --------------------------------------------------- */
 
-/* Read part i (and a little past it) and hash its own bytes.  The first
- * line starting in it follows the first '\n' at or after its first byte's
- * predecessor, hence the one byte read before the part. */
-static int view_open(struct loader *L, size_t i, unsigned thread,
-		     struct view *v, uint64_t *hash, struct csv_err *e)
-{
-	size_t start = i * L->part_size;
-	size_t end = start + L->part_size < L->size ? start + L->part_size : L->size;
-	size_t lo = i ? start - 1 : 0;
-	size_t want = end + PART_EXTRA < L->size ? end + PART_EXTRA : L->size;
-	const char *nl;
-
-	*v = (struct view){ L, &L->tmp[thread], NULL, lo, 0, 0, end - lo };
-	if (csv_view_fill(v, want - lo, e) != 0)
-		return -1;
-	*hash = cowrun_hash64(v->buf + (start - lo), end - start, 0);
-	if (i == 0)
-		return 0;
-	nl = memchr(v->buf, '\n', v->stop - 1);
-	v->pos = nl ? (size_t)(nl - v->buf) + 1 : v->stop;
-	return 0;
-}
-
-/* The next line starting in the part, without its '\n'.  Returns 1, 0 at
- * the part's end, or -1 after recording a read error. */
+/* The next line starting in the part, without its '\n' (which is held,
+ * or the file ends there).  Returns 1, 0 at the part's end, or -1 after
+ * recording a read error. */
 static int view_line(struct view *v, const char **line, size_t *n,
 		     struct csv_err *e)
 {
 	size_t from = v->pos;
 	const char *nl;
 
-	if (v->pos >= v->stop || v->off + v->pos >= v->L->size)
+	if (v->off + v->pos >= v->end)
 		return 0;
 	while ((nl = memchr(v->buf + from, '\n', v->len - from)) == NULL &&
 	       v->off + v->len < v->L->size) {
-		size_t grow = v->len * 2 > v->len + PART_EXTRA ? v->len * 2 : v->len + PART_EXTRA;
-		from = v->len;
-		if (csv_view_fill(v, grow < v->L->size - v->off ? grow : v->L->size - v->off, e) != 0)
+		from = v->len - v->pos; /* where the line's held bytes end, once moved */
+		if (csv_view_more(v, e) != 0)
 			return -1;
 	}
 	*line = v->buf + v->pos;
@@ -239,7 +216,9 @@ static int direct_init(struct scratch *t, struct csv_err *e)
 	return 0;
 }
 
-/* Back to all NONE for the thread's next part. */
+/* Back to all NONE for the thread's next part: its stores, and its
+ * products in pass 1 (in pass 2 the part's table is gone, and the array
+ * holds catalogue indexes, good for every part). */
 static void direct_reset(struct scratch *t, const struct part *pt)
 {
 	for (size_t j = 0; j < pt->nstores; j++)
@@ -265,7 +244,7 @@ static int scan_part(struct loader *L, size_t i, unsigned thread, row_fn fn,
 
 	*lines = 0;
 	if (direct_init(&L->tmp[thread], &pt->err) != 0 ||
-	    view_open(L, i, thread, &v, hash, &pt->err) != 0)
+	    csv_view_open(&v, L, i, thread, &pt->err) != 0)
 		return -1;
 	while ((rc = view_line(&v, &line, &n, &pt->err)) > 0) {
 		++*lines;
@@ -280,7 +259,7 @@ static int scan_part(struct loader *L, size_t i, unsigned thread, row_fn fn,
 			break;
 	}
 	direct_reset(v.tmp, pt);
-	return rc < 0 ? -1 : 0;
+	return rc < 0 ? -1 : csv_view_hash(&v, hash, &pt->err);
 }
 
 /* ---- a row's local store and product ---------------------------------- */
@@ -302,9 +281,10 @@ static inline int64_t local_store(struct scratch *t, struct part *pt,
 	return idx;
 }
 
-/* The same for the row's product. */
+/* Pass 1: the part's index of the row's product, added on first sight;
+ * -1 out of memory. */
 static inline int64_t local_product(struct scratch *t, struct part *pt,
-				    const struct row *r, int add)
+				    const struct row *r)
 {
 	int direct = r->pid != 0 && r->pid < DIRECT_IDS;
 	int64_t idx;
@@ -312,9 +292,26 @@ static inline int64_t local_product(struct scratch *t, struct part *pt,
 	/* the common case (a small id, seen before): the fall-through */
 	if (__builtin_expect(direct && t->prod_at[r->pid] != NONE, 1))
 		return t->prod_at[r->pid];
-	idx = add ? ptable_index(&pt->prod, r->pid, r->name, r->len, 1)
-		  : ptable_find(&pt->prod, r->pid, r->name, r->len);
+	idx = ptable_index(&pt->prod, r->pid, r->name, r->len, 1);
 	if (idx >= 0 && direct)
+		t->prod_at[r->pid] = (uint32_t)idx;
+	return idx;
+}
+
+/* Pass 2: the catalogue index of the row's product; -1 if absent. */
+static inline int64_t catalogue_product(const struct loader *L,
+					struct scratch *t, const struct row *r)
+{
+	int direct = r->pid != 0 && r->pid < DIRECT_IDS;
+	int64_t idx;
+
+	if (__builtin_expect(direct && t->prod_at[r->pid] != NONE, 1))
+		return t->prod_at[r->pid];
+	idx = ptable_find(&L->cat, r->pid, r->name, r->len);
+	if (idx < 0)
+		return -1;
+	idx = L->rank[idx];
+	if (direct)
 		t->prod_at[r->pid] = (uint32_t)idx;
 	return idx;
 }
@@ -351,7 +348,7 @@ static int tally(struct loader *L, struct part *pt, struct scratch *t,
 		 const struct row *r, size_t lineno)
 {
 	int64_t store = local_store(t, pt, r->store, 1);
-	int64_t prod = store < 0 ? -1 : local_product(t, pt, r, 1);
+	int64_t prod = store < 0 ? -1 : local_product(t, pt, r);
 
 	(void)L;
 	if (prod < 0)
@@ -434,14 +431,14 @@ static int place_row(struct loader *L, struct part *pt, struct scratch *tmp,
 {
 	struct sales *s = L->s;
 	int64_t store = local_store(tmp, pt, r->store, 0);
-	int64_t prod = local_product(tmp, pt, r, 0);
+	int64_t prod = catalogue_product(L, tmp, r);
 	struct txn t = { r->day - L->first_day, 0, r->qty, r->price };
 
 	(void)lineno;
 	if (store < 0 || prod < 0 || pt->count[store] == 0 ||
 	    r->day < L->first_day || r->day - L->first_day >= s->ndays)
 		return csv_fail_io(&pt->err, E_CHANGED, 0);
-	t.product = pt->pmap[prod];
+	t.product = (uint32_t)prod;
 	pt->count[store]--;
 	s->txn[pt->place[store]++] = t;
 	return 0;
