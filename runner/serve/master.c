@@ -939,15 +939,15 @@ static uint64_t next_deadline(void)
 	return next;
 }
 
-/* A retiring generation the master knows runs nothing and holds no
- * lent spare, and that says (if it said) it waits for nothing, should
- * have exited: once it has had nothing to wait for RETIRE_BOUND_MS, the
- * log names it, with what each side counts. */
+/* A retiring generation that the master knows runs no batch, and that
+ * says (if it said) it has no request queued, should end at once: its
+ * lent spares were given back and end by themselves.  Once it has been
+ * so RETIRE_BOUND_MS, the log names it with what each side counts (then
+ * once a minute); a server that is stopping also sends it SIGTERM, which
+ * ends what it still waits for, since none of it is a client's batch. */
 static void check_retiring(struct generation *g, uint64_t now)
 {
-	int idle = g->nrun == 0 && lent_count(g) == 0 &&
-		   (!g->waits.told || (g->waits.leaders == 0 && g->waits.queued == 0 &&
-				       g->waits.lent == 0));
+	int idle = g->nrun == 0 && (!g->waits.told || g->waits.queued == 0);
 
 	if (!idle) {
 		g->idle_ns = 0;
@@ -959,12 +959,15 @@ static void check_retiring(struct generation *g, uint64_t now)
 	    (g->logged_ns && now - g->logged_ns < RETIRE_LOG_REPEAT_MS * MS))
 		return;
 	g->logged_ns = now;
-	logx("generation %u (pid %ld) retired %.1f s ago still waits to exit, past its bound of "
-	     "%d s: it %s %zu leaders, %zu queued requests, %zu lent spares; the master counts "
-	     "no batch running and no lent spare", g->id, (long)g->pid,
+	logx("generation %u (pid %ld) retired %.1f s ago has not ended, past its bound of %d s: "
+	     "it %s %zu leaders, %zu queued requests, %zu lent spares; the master counts no batch "
+	     "running and %zu lent spares given back%s", g->id, (long)g->pid,
 	     (double)(now - g->retired_ns) / 1e9, RETIRE_BOUND_MS / 1000,
 	     g->waits.told ? "last said it waits for" : "has not said what it waits for:",
-	     g->waits.leaders, g->waits.queued, g->waits.lent);
+	     g->waits.leaders, g->waits.queued, g->waits.lent, lent_count(g),
+	     M.stopping ? "; the server is stopping: SIGTERM sent to it" : "");
+	if (M.stopping)
+		kill(g->pid, SIGTERM);
 }
 
 /* Timers: a new generation's turn, the refusals' line, late requests,

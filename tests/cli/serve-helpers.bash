@@ -117,6 +117,12 @@ status_has() {
 	submit --status 2>/dev/null | grep -q -- "$1"
 }
 
+# gen_pid STATE: the pid of the generation in that state (ready, loading,
+# retiring).
+gen_pid() {
+	submit --status | sed -n "s/^generation [0-9]* pid \([0-9]*\) $1.*/\1/p" | head -1
+}
+
 # term_twice: SIGTERM to the master, and once it has taken that one (it
 # stops listening and removes its socket: not merged with the second
 # while still pending), a second SIGTERM, which kills running batches.

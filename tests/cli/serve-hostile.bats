@@ -32,11 +32,6 @@ answers_status() {
 	submit --status >/dev/null 2>&1
 }
 
-# The pid of the generation in state $1 (ready, loading).
-gen_pid() {
-	submit --status | sed -n "s/^generation [0-9]* pid \([0-9]*\) $1.*/\1/p" | head -1
-}
-
 leader_pid() {
 	submit --status | sed -n 's/^  batch leader pid \([0-9]*\),.*/\1/p' | head -1
 }

@@ -51,7 +51,7 @@ killer_loop() {
 	exec 3>&-
 	local c
 	while [ "$SECONDS" -lt "$1" ]; do
-		submit >/dev/null 2>&1 &
+		"$COWRUN" submit --socket "$S" >/dev/null 2>&1 &   # not the function: $! is the client
 		c=$!
 		sleep "0.0$((RANDOM % 8 + 1))"
 		kill -KILL "$c" 2>/dev/null && echo killed >>"$2"
@@ -157,5 +157,89 @@ PY
 	status=0
 	wait "$srv" || status=$?
 	srv=
+	[ "$status" -eq 0 ]
+}
+
+# flood_until_refused DIR: run requests (task 0) until the master says the
+# generation is not keeping up (its channel is full); their clients' pids
+# are appended to $D/flood.pids.
+flood_until_refused() {
+	local i=0 k dir=$1
+	mkdir -p "$dir"
+	while [ "$i" -lt 1000 ]; do
+		for k in $(seq 25); do
+			i=$((i + 1))
+			"$COWRUN" submit --socket "$S" --tasks 0 -o "$dir/$i" >/dev/null 2>"$dir/$i.err" 3>&- &
+			echo $! >>"$D/flood.pids"
+		done
+		if wait_for 2 "a refusal" eval 'grep -qs "not keeping up" "$dir"/*.err'; then
+			return 0
+		fi
+	done
+	return 1
+}
+
+@test "a grant and a retire sent while a generation's channel is full are delivered once it drains: its queued batch runs, it ends" {
+	start_server --max-workers 1 -j 1 selftest --tasks 2 --slow 1:60000 --mark-start "$D/m"
+	# A holds the only worker in generation 1; a reload retires generation 1.
+	"$COWRUN" submit --socket "$S" --tasks 1 -o "$D/a" >/dev/null 2>&1 3>&- &
+	a=$!
+	bg+=("$a")
+	wait_for 30 "A's task to start" eval 'compgen -G "$D/m/task-000001.*" >/dev/null'
+	submit --reload >/dev/null
+	gen2=$(gen_pid ready)
+	# B waits for that worker in generation 2.
+	submit --tasks 0 -o "$D/b" >"$D/b.out" 2>"$D/b.err" 3>&- &
+	b=$!
+	bg+=("$b")
+	wait_for 30 "B to wait for its worker" status_has "batches waiting 1"
+	# Generation 2 stops reading: its channel fills up.
+	kill -STOP "$gen2"
+	flood_until_refused "$D/flood"
+	# Now the worker comes free (A's client gone: its batch cancelled) and
+	# is granted to B, and a reload retires generation 2: both messages
+	# meet a full channel.
+	kill -KILL "$a"
+	wait_for 30 "generation 1 to end with A's batch" eval '! status_has "^generation 1 "'
+	submit --reload >/dev/null
+	kill -CONT "$gen2"
+	# B's batch runs, every flooded client gets its answer, and the
+	# retired generation 2 ends.
+	wait_for 60 "B's batch" all_gone "$b"
+	status=0
+	wait "$b" || status=$?
+	[ "$status" -eq 0 ]
+	grep -q "tasks 1 of 2 merged" "$D/b.out"
+	wait_for 60 "every flooded client's answer" all_gone $(cat "$D/flood.pids")
+	wait_for "$BOUND" "generation 2 to end" all_gone "$gen2"
+	! grep -q "cannot pass on a grant" "$D/log"
+	stop_server
+	[ "$status" -eq 0 ]
+}
+
+@test "a retired generation that outlives its bound is named in the master's log; --status says what a retiring one waits for" {
+	start_server -j 1 selftest --tasks 2 --slow 1:60000 --mark-start "$D/m"
+	# A batch keeps generation 1 busy after its retirement: --status says so.
+	"$COWRUN" submit --socket "$S" --tasks 1 >/dev/null 2>&1 3>&- &
+	a=$!
+	bg+=("$a")
+	wait_for 30 "the batch to start" eval 'compgen -G "$D/m/task-000001.*" >/dev/null'
+	gen1=$(gen_pid ready)
+	submit --reload >/dev/null
+	wait_for 30 "generation 1 to say what it waits for" \
+		status_has "^generation 1 pid $gen1 retiring, 1 batches running, .*waits for 1 leaders, 0 queued requests, 0 lent spares"
+	kill -KILL "$a"
+	wait_for "$BOUND" "generation 1 to end" all_gone "$gen1"
+	# A generation that cannot end (stopped here) is named once it has
+	# had nothing to wait for past its bound (5 s).
+	gen2=$(gen_pid ready)
+	kill -STOP "$gen2"
+	submit --reload >/dev/null
+	status_has "^generation 2 pid $gen2 retiring, 0 batches running, .*has not said what it waits for"
+	wait_for 30 "the log to name generation 2" \
+		grep -q "generation 2 (pid $gen2) retired .* has not ended, past its bound of 5 s" "$D/log"
+	kill -CONT "$gen2"
+	wait_for "$BOUND" "generation 2 to end" all_gone "$gen2"
+	stop_server
 	[ "$status" -eq 0 ]
 }
