@@ -114,8 +114,10 @@ bundled:
 	@$(foreach w,$(BUNDLED_WORKLOADS),\
 	if printf '#include <%s>\nint main(void) { return 0; }\n' '$($(w)_HEADER)' | \
 		$(CC) -x c - -o /dev/null $($(w)_LIBS) 2>/dev/null; then \
-		$(MAKE) --no-print-directory -q build/workloads/$(w).summary 2>/dev/null || \
-		$(MAKE) --no-print-directory build/workloads/$(w).summary || exit 1; \
+		$(MAKE) --no-print-directory -q build/workloads/$(w).so build/workloads/$(w).summary \
+			2>/dev/null || \
+		$(MAKE) --no-print-directory build/workloads/$(w).so build/workloads/$(w).summary || \
+			exit 1; \
 	else echo "make: skipping the bundled workload $(w): its libraries are missing" \
 		"(Debian: $($(w)_PACKAGES)); run make deps, then make"; fi;) true
 

@@ -92,3 +92,37 @@ copy_tree() {
 	[ "$actual" = "$expected" ] ||
 		{ diff <(echo "$expected") <(echo "$actual") >&2; echo "stale: run build-aux/readme-tables" >&2; return 1; }
 }
+
+# clean_copy DIR: the source tree as a fresh clone has it (nothing built).
+clean_copy() {
+	mkdir -p "$1"
+	tar -C "$ROOT" --exclude=./.git --exclude=./build --exclude=./bin --exclude=./build-asan \
+		--exclude=./build-fuzz --exclude=./build-valgrind --exclude=./build-mutants \
+		--exclude=./out --exclude=./results --exclude=./plots/out -cf - . | tar -C "$1" -xf -
+}
+
+# A newcomer, and any packaging script, types `make` first: it must build.
+# A bundled workload whose libraries are missing is skipped with one line.
+@test "tree: a bare make on a clean tree builds bin/cowrun and the bundled workloads; one whose libraries are missing is skipped" {
+	local T="$BATS_TEST_TMPDIR/clean"
+	clean_copy "$T"
+	[ ! -e "$T/bin" ] && [ ! -e "$T/build" ]
+	# No goal named; -j2 for the suite's time only (the parent's jobserver dropped).
+	MAKEFLAGS=-j2 run make -C "$T" --no-print-directory
+	[ "$status" -eq 0 ]
+	[ -x "$T/bin/cowrun" ]
+	[ -f "$T/build/workloads/risk.so" ] && [ -f "$T/build/workloads/risk.summary" ]
+	run "$T/bin/cowrun" --version
+	[ "$status" -eq 0 ]
+	# risk's header made unfindable, as on a machine without liblapacke-dev.
+	rm "$T"/build/workloads/risk.*
+	MAKEFLAGS=-j2 run make -C "$T" --no-print-directory risk_HEADER=no-such-lapacke.h
+	[ "$status" -eq 0 ]
+	[ ! -e "$T/build/workloads/risk.so" ]
+	[ "$(grep -c skipping <<<"$output")" -eq 1 ]
+	[[ "$output" == *"make: skipping the bundled workload risk: its libraries are missing (Debian: liblapacke-dev libopenblas-dev); run make deps, then make"* ]]
+	# Asked for, it says how to get it.
+	run "$T/bin/cowrun" risk
+	[ "$status" -eq 255 ]
+	[[ "$output" == *"risk: its library risk.so is not installed"*"make deps, then make"* ]]
+}
