@@ -545,11 +545,14 @@ static int generation_step(int killed)
 			pfd[3 + nq] = (struct pollfd){ G.queue[i].fds[0], POLLIN, 0 };
 			at[nq++] = i;
 		}
-	if (poll(pfd, 3 + nq, killed ? KILL_REPEAT_MS : -1) < 0 && errno != EINTR)
+	/* Retiring, it also looks for ended children once a second whatever
+	 * the signals said: a lost SIGCHLD must not keep it alive. */
+	int timeout = killed ? KILL_REPEAT_MS : G.retiring ? 1000 : -1;
+	if (poll(pfd, 3 + nq, timeout) < 0 && errno != EINTR)
 		return -1;
 	if (killed)
 		signal_leaders();
-	if (serve_take_chld())
+	if (serve_take_chld() || G.retiring)
 		reap_leaders();
 	if (pfd[2].revents)
 		read_releases();

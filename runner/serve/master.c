@@ -923,6 +923,15 @@ static size_t live_generations(void)
 	return n;
 }
 
+static size_t retiring_generations(void)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < MAX_GENERATIONS; i++)
+		n += M.gens[i].state == GEN_RETIRING;
+	return n;
+}
+
 /* When the loop must wake up at the latest (UINT64_MAX: never). */
 static uint64_t next_deadline(void)
 {
@@ -933,9 +942,8 @@ static uint64_t next_deadline(void)
 	for (size_t i = 0; i < MAX_PENDING; i++)
 		if (M.pending[i].fd >= 0 && M.pending[i].deadline_ns < next)
 			next = M.pending[i].deadline_ns;
-	for (size_t i = 0; i < MAX_GENERATIONS; i++)   /* check_retiring() */
-		if (M.gens[i].state == GEN_RETIRING && now_ns() + 1000 * MS < next)
-			next = now_ns() + 1000 * MS;
+	if (retiring_generations() > 0 && now_ns() + 1000 * MS < next)   /* check_retiring() */
+		next = now_ns() + 1000 * MS;
 	return next;
 }
 
@@ -1013,7 +1021,7 @@ static void master_step(void)
 	int timeout = next == UINT64_MAX ? -1 : next <= now ? 0 : (int)((next - now) / MS + 1);
 	if (poll(pfd, n, timeout) < 0 && errno != EINTR)
 		return;
-	if (serve_take_chld())
+	if (serve_take_chld() || retiring_generations() > 0)   /* a lost SIGCHLD too */
 		reap();
 	stop(serve_terms());
 	if (serve_take_hup() && !M.stopping) {

@@ -426,6 +426,8 @@ spares() {
 	start_server -j 1 selftest --tasks 3 --sleep-ms 300
 	gen=$(gen_pid ready)
 	wait_for 10 "two spares" eval '[ "$(spares "$gen" | wc -l)" -eq 2 ]'
+	# Both lent to the master (under load their notes may still be on the way).
+	wait_for 10 "two spares lent" status_has "ready, 0 batches running, 2 spare leaders lent"
 	before=$(spares "$gen")
 	# A request goes to a spare: its leader is one of them, renamed.
 	submit --tasks 1 >"$D/a.out" 2>"$D/a.err" &
