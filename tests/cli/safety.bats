@@ -148,7 +148,7 @@ refused_joblog() {
 
 @test "safety: a second run on a joblog in use is refused in one line naming the holder; the first's joblog is intact" {
 	d=$BATS_TEST_TMPDIR
-	"$REAPER" "$COWRUN" -j 2 --joblog "$d/log" selftest --tasks 4 --sleep-ms 1500 --mark-start "$d/started" >"$d/first" 2>"$d/err" &
+	"$REAPER" "$COWRUN" -j 2 --joblog "$d/log" selftest --tasks 4 --sleep-ms 5000 --mark-start "$d/started" >"$d/first" 2>"$d/err" &
 	bg=$!
 	wait_for 30 "a task to start" started_at_least "$d/started" 1
 	pid=$(cowrun_of "$bg")

@@ -55,16 +55,21 @@ load serve-helpers
 }
 
 @test "two clients at once each get their own batch, the total capped by --max-workers" {
-	start_server --max-workers 3 selftest --tasks 12 --sleep-ms 100 --mark-start "$D/m"
+	start_server --max-workers 3 selftest --tasks 12 --sleep-ms 400 --mark-start "$D/m"
 	submit -j 2 --tasks 0-5 >"$D/a.out" & a=$!
 	submit -j 2 --tasks 6-11 >"$D/b.out" & b=$!
-	# Both run at once, within the cap: 2 + 1 workers.
-	wait_for eval 'submit --status | grep -q "2 batches running"'
+	# Both run at once, within the cap: 2 + 1 workers, in one status.
+	both_running() {
+		local out
+		out=$(submit --status) &&
+			[[ "$out" == *"2 batches running"* && "$out" == *" 2 workers"* && "$out" == *" 1 workers"* ]]
+	}
+	wait_for 30 "both batches running, 2 + 1 workers" both_running
 	run -0 submit --status
-	[[ "$output" == *"2 workers"* && "$output" == *"1 workers"* ]]
+	! grep -q " [3-9] workers" <<<"$output"
 	wait "$a"; wait "$b"
-	cowrun -j 2 --tasks 0-5 selftest --tasks 12 --sleep-ms 100 >"$D/a.direct"
-	cowrun -j 2 --tasks 6-11 selftest --tasks 12 --sleep-ms 100 >"$D/b.direct"
+	cowrun -j 2 --tasks 0-5 selftest --tasks 12 --sleep-ms 400 >"$D/a.direct"
+	cowrun -j 2 --tasks 6-11 selftest --tasks 12 --sleep-ms 400 >"$D/b.direct"
 	cmp "$D/a.out" "$D/a.direct"
 	cmp "$D/b.out" "$D/b.direct"
 	stop_server

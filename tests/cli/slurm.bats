@@ -49,7 +49,7 @@ cowruns_in() {
 }
 
 @test "slurm: --resume with --save-results saves the interrupted run's results too (no Slurm needed)" {
-	local d=$BATS_TEST_TMPDIR args=(selftest --tasks 20 --sleep-ms 100)
+	local d=$BATS_TEST_TMPDIR args=(selftest --tasks 20 --sleep-ms 500)
 	reference "${args[@]}"
 	"$COWRUN" -j 2 --shard 1/2 --save-results "$d/1.res" --joblog "$d/1.log" -o "$d/o" "${args[@]}" &
 	local pid=$!
@@ -90,12 +90,12 @@ cowruns_in() {
 
 @test "slurm: an element requeued, and one whose cowrun is killed, finish without redoing finished tasks" {
 	need_slurm
-	local b=$BATS_TEST_TMPDIR/b args=(selftest --tasks 40 --sleep-ms 150)
+	local b=$BATS_TEST_TMPDIR/b args=(selftest --tasks 40 --sleep-ms 600)
 	reference "${args[@]}"
 	"$CLUSTER" --slurm --dir "$b" --shards 2 --retries 1 --wait "${args[@]}" >"$BATS_TEST_TMPDIR/out" 2>"$BATS_TEST_TMPDIR/err" &
 	local front=$!
-	# Each shard is cut short once 3 of its 20 tasks are done (1.5 s of
-	# work at -j 2): shard 0 requeued by Slurm, shard 1's cowrun killed
+	# Each shard is cut short once 3 of its 20 tasks are done (6 s of
+	# work at -j 2: long enough to act on where processes start slowly): shard 0 requeued by Slurm, shard 1's cowrun killed
 	# (SIGKILL).  Each is acted on as soon as it gets there: the kill does
 	# not wait for the requeue's round trips, and the elements need not
 	# start together (slurmctld starts jobs on its once-a-second pass).
@@ -199,7 +199,7 @@ field_job() { field job "$1"; }
 	wait_for 30 "a cowrun to run" eval "[ -n \"\$(cowruns_in '$b')\" ]"
 	$cancel
 	wait_for 30 "every cowrun of the batch to end" eval "[ -z \"\$(cowruns_in '$b')\" ]"
-	wait_for 30 "Slurm to end the jobs" eval "[ -z \"\$(squeue -h -o %i)\" ]"
+	wait_for 90 "Slurm to end the jobs" eval "[ -z \"\$(squeue -h -o %i)\" ]"
 	run "$CLUSTER" --slurm --status "$b"
 	echo "$output"
 	[ "$status" -eq 0 ]
