@@ -49,6 +49,21 @@ reachable_binaries() {
 	COWRUN=$D/bin/cowrun REAPER=$D/bin/reaper
 }
 
+# teardown_background: the teardown of a test that keeps its background
+# processes' pids in the array bg: each killed, the server stopped, each
+# reaped, the test's directory removed.
+teardown_background() {
+	local p
+	for p in "${bg[@]}"; do
+		kill -KILL "$p" 2>/dev/null || true
+	done
+	kill_server
+	for p in "${bg[@]}"; do
+		wait "$p" 2>/dev/null || true
+	done
+	rm -rf "$D"
+}
+
 # as USER CMD...: CMD as USER, its own group only.
 as() {
 	local user=$1

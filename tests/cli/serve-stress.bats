@@ -19,15 +19,7 @@ setup() {
 }
 
 teardown() {
-	local p
-	for p in "${bg[@]}"; do
-		kill -KILL "$p" 2>/dev/null || true
-	done
-	kill_server
-	for p in "${bg[@]}"; do
-		wait "$p" 2>/dev/null || true
-	done
-	rm -rf "$D"
+	teardown_background
 }
 
 busy_loop() {
