@@ -72,6 +72,9 @@ struct outbox {
 	size_t head, count;
 };
 
+_Static_assert(sizeof(struct gen_took) <= OUTBOX_MSG_MAX &&
+	       sizeof(struct gen_grant) <= OUTBOX_MSG_MAX, "OUTBOX_MSG_MAX too small");
+
 /* What a retiring generation says it still waits for (NOTE_WAITS). */
 struct gen_waits {
 	int told;                /* a NOTE_WAITS came */
