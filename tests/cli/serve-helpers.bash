@@ -25,6 +25,7 @@ kill_server() {
 	if [ -n "$srv" ] && kill -0 "$srv" 2>/dev/null; then
 		[ ! -s "$D/pid" ] || kill -KILL "$(cat "$D/pid")" 2>/dev/null || true
 		pkill -KILL -P "$srv" 2>/dev/null || true
+		kill -KILL "$srv" 2>/dev/null || true   # the reaper itself: nothing may hang the suite
 		wait "$srv" || true
 	fi
 }
