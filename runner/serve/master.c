@@ -230,6 +230,14 @@ static size_t lent_count(const struct generation *g)
 	return n;
 }
 
+/* g takes no new batch: its lent spares are given back. */
+static void mark_retiring(struct generation *g)
+{
+	g->state = GEN_RETIRING;
+	g->retired_ns = now_ns();
+	give_back_lent(g);
+}
+
 /* ---- messages to a generation: none dropped ---- */
 
 /* The channel is lost: the generation sees it closed, refuses the
@@ -242,11 +250,8 @@ static void lose_channel(struct generation *g, const char *why)
 	close(g->chan);
 	g->chan = -1;
 	g->out.count = 0;
-	if (g->state == GEN_READY) {   /* after_loss() sets up the next */
-		g->state = GEN_RETIRING;
-		g->retired_ns = now_ns();
-		give_back_lent(g);
-	}
+	if (g->state == GEN_READY)   /* after_loss() sets up the next */
+		mark_retiring(g);
 }
 
 /* Send what waits in g's outbox, in order, while the channel takes it. */
@@ -266,8 +271,8 @@ static void flush_outbox(struct generation *g)
 	}
 }
 
-/* A small message to g: sent now if nothing waits before it and the
- * channel takes it, else queued for flush_outbox().  A full outbox (the
+/* A small message to g, after what waits before it: queued, then sent
+ * as far as the channel takes (flush_outbox()).  A full outbox (the
  * generation stopped reading) loses the channel. */
 static void tell(struct generation *g, const void *msg, size_t len)
 {
@@ -275,12 +280,6 @@ static void tell(struct generation *g, const void *msg, size_t len)
 
 	if (g->chan < 0)
 		return;
-	if (o->count == 0 && send(g->chan, msg, len, MSG_NOSIGNAL | MSG_DONTWAIT) == (ssize_t)len)
-		return;
-	if (o->count == 0 && errno != EAGAIN && errno != EINTR) {
-		lose_channel(g, strerror(errno));
-		return;
-	}
 	if (o->count == OUTBOX_MAX) {
 		lose_channel(g, "it has not read its last messages");
 		return;
@@ -288,6 +287,7 @@ static void tell(struct generation *g, const void *msg, size_t len)
 	size_t at = (o->head + o->count++) % OUTBOX_MAX;
 	memcpy(o->msg[at], msg, len);
 	o->len[at] = (unsigned char)len;
+	flush_outbox(g);
 }
 
 /* A generation in its slot, fresh: nothing open. */
@@ -363,9 +363,7 @@ static int start_generation(int reload_conn)
  * sent comes before the RETIRE), then it finishes its batches and exits. */
 static void retire(struct generation *g)
 {
-	g->state = GEN_RETIRING;
-	g->retired_ns = now_ns();
-	give_back_lent(g);
+	mark_retiring(g);
 	tell(g, RETIRE_MESSAGE, 4);
 }
 
