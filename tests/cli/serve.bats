@@ -78,9 +78,12 @@ load serve-helpers
 
 @test "reload during a batch: it ends on the old generation, new requests go to the new; a failed reload keeps the old" {
 	echo one >"$D/in"
-	start_server -j 2 selftest --tasks 4 --sleep-ms 400 --input "$D/in" --mark-start "$D/m"
+	# Task 0 lasts 8 s, so the batch is still running when the status is
+	# read after the reload, however slow the machine (under ASan the
+	# reload alone took longer than a 400 ms task).
+	start_server -j 2 selftest --tasks 4 --sleep-ms 400 --slow 0:8000 --input "$D/in" --mark-start "$D/m"
 	submit >"$D/a.out" & a=$!
-	wait_for compgen -G "$D/m/task-*" >/dev/null
+	wait_for compgen -G "$D/m/task-000000.*" >/dev/null
 	run -0 submit --reload
 	[[ "$output" == *"generation 2 "*"is ready"* ]]
 	run -0 submit --status
