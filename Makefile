@@ -59,9 +59,11 @@ DEB_TEST = libcmocka-dev bats openssh-server openssh-client strace \
 	slurmctld slurmd slurm-client munge systemd python3-prometheus-client
 #   the GNU Parallel modes (compare, cowrun-cluster); plots (gnuplot, and
 #   the DejaVu font they name); benchmarks (hyperfine; GNU time for peak
-#   RSS; python3, its standard library only, for compare/advice's fit);
-#   the man page (help2man)
-DEB_TOOLS = parallel gnuplot-nox fonts-dejavu-core hyperfine time python3 help2man
+#   RSS; python3, its standard library only, for compare/advice's fit;
+#   joblib, for compare/python-pools: Python's own pools beside cowrun
+#   python); the man page (help2man)
+DEB_TOOLS = parallel gnuplot-nox fonts-dejavu-core hyperfine time python3 help2man \
+	python3-joblib
 DEB_PACKAGES = $(DEB_BUILD) $(DEB_BUNDLED) $(DEB_TEST) $(DEB_TOOLS)
 
 # The table of these lists in docs/install.md (tests/cli/tree.bats fails
@@ -71,7 +73,7 @@ print-deps:
 	@echo '| what for | Debian packages (make deps) |'
 	@echo '|---|---|'
 	@echo '| building cowrun | `$(DEB_BUILD)` |'
-	@echo '| the bundled risk workload | `$(DEB_BUNDLED)` |'
+	@echo '| the bundled workloads ($(BUNDLED_WORKLOADS)) | `$(DEB_BUNDLED)` |'
 	@echo '| make test | `$(strip $(DEB_TEST))` |'
 	@echo '| comparisons, plots, benchmarks, the man page | `$(DEB_TOOLS)` |'
 	@echo '| make check-valgrind | `$(VALGRIND_PACKAGES)` |'
@@ -87,11 +89,22 @@ BUILTIN_WORKLOADS = sales average selftest printer legacy
 # and the Debian packages that bring them (NAME_PACKAGES): one whose
 # header or libraries cannot be found is skipped with a line saying so
 # (the build goes on; make deps installs them).
+# A workload may add compiler flags of its own (NAME_CFLAGS).
 #   risk.so: LAPACK (Cholesky) and OpenBLAS
-BUNDLED_WORKLOADS = risk
+#   python.so: Debian's libpython (embedded: cowrun python SCRIPT.py), and
+#     for the scripts, numpy and pandas.  Its flags are asked of pkg-config
+#     when a recipe runs (=, not :=), so a make that first installs
+#     python3-dev (make test runs make deps) finds it.  The interpreter
+#     takes its prefix from Debian's python3.X, whatever cowrun's own.
+BUNDLED_WORKLOADS = risk python
 risk_LIBS = -llapacke -lopenblas
 risk_HEADER = lapacke.h
 risk_PACKAGES = liblapacke-dev libopenblas-dev
+python_LIBS = $(shell pkg-config --libs python3-embed 2>/dev/null)
+python_CFLAGS = $(shell pkg-config --cflags python3-embed 2>/dev/null) \
+	-DCOWRUN_PYTHON_EXECUTABLE='"$(shell pkg-config --variable=exec_prefix python3-embed 2>/dev/null)/bin/python$(shell pkg-config --modversion python3-embed 2>/dev/null)"'
+python_HEADER = Python.h
+python_PACKAGES = python3-dev python3-numpy python3-pandas
 
 # The unit tests link the runner's modules without main and the registry
 # (which pulls in every built-in workload).
@@ -113,7 +126,7 @@ all: bin/cowrun bundled build/forkcost build/psswatch
 bundled:
 	@$(foreach w,$(BUNDLED_WORKLOADS),\
 	if printf '#include <%s>\nint main(void) { return 0; }\n' '$($(w)_HEADER)' | \
-		$(CC) -x c - -o /dev/null $($(w)_LIBS) 2>/dev/null; then \
+		$(CC) -x c - -o /dev/null $($(w)_CFLAGS) $($(w)_LIBS) 2>/dev/null; then \
 		$(MAKE) --no-print-directory -q build/workloads/$(w).so build/workloads/$(w).summary \
 			2>/dev/null || \
 		$(MAKE) --no-print-directory build/workloads/$(w).so build/workloads/$(w).summary || \
@@ -156,7 +169,9 @@ BUNDLED_OBJ = $(foreach w,$(BUNDLED_WORKLOADS),$(call bundled_objects,$(w)))
 $(BUNDLED_OBJ):
 build/pic/%.o: %.c
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -fPIC -MMD -MP -c -o $@ $<
+	$(CC) $(ALL_CFLAGS) $(bundled_cflags) -fPIC -MMD -MP -c -o $@ $<
+# The NAME_CFLAGS of the workload a bundled object belongs to.
+bundled_cflags = $(foreach w,$(BUNDLED_WORKLOADS),$(if $(filter build/pic/workloads/$(w).o build/pic/workloads/$(w)/%,$@),$($(w)_CFLAGS)))
 
 build/workloads/%.summary: build/workloads/%.so build/workload-summary
 	build/workload-summary $< $* > $@.tmp && mv $@.tmp $@

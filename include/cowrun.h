@@ -36,8 +36,12 @@
  * ABI 2 added cowrun_parallel(), cowrun_setup_threads(), cowrun_hash64(),
  * cowrun_fmt_count() and the members merge_context and merge_setup.
  * ABI 3 added the option types COWRUN_OPT_INPUT, COWRUN_OPT_TUNING and
- * COWRUN_OPT_NOT_INPUT, cowrun_input_hash(), and the member plan. */
-#define COWRUN_ABI_VERSION 3
+ * COWRUN_OPT_NOT_INPUT, cowrun_input_hash(), and the member plan.
+ * ABI 4 added the flags COWRUN_OWN_ARGV and COWRUN_NO_THREADS,
+ * cowrun_input() and cowrun_verbosity(); the struct is ABI 3's, so ABI 3
+ * plugins load as they are.  Results and journals record the workload's
+ * ABI: a resume or merge across it is refused, naming both. */
+#define COWRUN_ABI_VERSION 4
 
 /* Workload flags. */
 enum {
@@ -46,6 +50,17 @@ enum {
 	COWRUN_NOT_THREAD_SAFE = 1u << 0,
 	/* Tasks write report files: the runner creates the output directory. */
 	COWRUN_WRITES_REPORTS = 1u << 1,
+	/* (ABI 4) setup() parses argv itself (a script and its arguments):
+	 * the workload has no option table, and the runner passes argv as
+	 * given.  Its inputs: argv[1] always, and every later argument that
+	 * names an existing regular file (or "--name=VALUE" whose VALUE does)
+	 * is guessed to be one, unless `cowrun --not-input ARG` gives its
+	 * text; more with cowrun_input(). */
+	COWRUN_OWN_ARGV = 1u << 2,
+	/* (ABI 4) run() must never run on a thread of the runner's (an
+	 * embedded interpreter with a lock of its own): --mode omp is
+	 * refused, even with --force. */
+	COWRUN_NO_THREADS = 1u << 3,
 };
 
 /* Longest task name, including the terminating NUL. */
@@ -199,7 +214,22 @@ uint64_t cowrun_hash64(const void *data, size_t len, uint64_t seed);
  * file's is ignored.  Safe from the setup threads. */
 void cowrun_input_hash(int fd, uint64_t hash);
 
+/* ---- inputs only the setup knows (ABI 4) --------------------------------
+ * From setup(), before it reads the file: `path` is an input of this run,
+ * beside those its arguments name.  Its identity is recorded as an
+ * argument's is, so --resume refuses the file changed and --merge refuses
+ * results saved from another.  But the runner learns of it only during the
+ * setup: a --resume refuses such a file once the setup has run, where an
+ * input its arguments name is refused before.  A merge without setup
+ * (merge_setup) takes these inputs as the results saved them.  Returns 0,
+ * or -1 after a message (called outside setup(), more than 64 files). */
+int cowrun_input(const char *path);
+
 /* ---- what a workload calls ------------------------------------------- */
+
+/* How verbose the run is: 0, or 1 for -v.  (ABI 4.) */
+int cowrun_verbosity(void);
+
 
 /* v with thousands separators, "-1,234,567", into buf (32 bytes always
  * fit), locale-free, so reports are byte-identical everywhere.  Returns

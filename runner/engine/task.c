@@ -24,6 +24,18 @@ void task_set_current_workload(const char *name)
 	current_workload = name;
 }
 
+static int verbosity;
+
+void task_set_verbosity(int verbose)
+{
+	verbosity = verbose;
+}
+
+int cowrun_verbosity(void)
+{
+	return verbosity;
+}
+
 void cowrun_error(const char *fmt, ...)
 {
 	char *message = NULL;

@@ -67,6 +67,9 @@ void task_free(struct cowrun_task *t);
 /* The workload named in messages by cowrun_error(). */
 void task_set_current_workload(const char *name);
 
+/* The -v level cowrun_verbosity() tells the workload. */
+void task_set_verbosity(int verbose);
+
 /* How many messages cowrun_error() has printed in this process so far: a
  * caller compares the counts before and after a workload's call. */
 unsigned long task_errors_reported(void);

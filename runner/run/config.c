@@ -182,6 +182,12 @@ int run_config_check(const struct run_config *cfg)
 		warnx_("--timeout needs --mode fork: only a worker process can be stopped");
 		return EXIT_USAGE;
 	}
+	if (cfg->mode == MODE_OMP && cfg->workload->abi_version >= 4 &&
+	    (cfg->workload->flags & COWRUN_NO_THREADS)) {
+		warnx_("%s runs no task on a thread: --mode omp is refused, even with --force "
+		       "(use fork or serial)", cfg->workload->name);
+		return EXIT_USAGE;
+	}
 	if (cfg->mode == MODE_OMP && (cfg->workload->flags & COWRUN_NOT_THREAD_SAFE) && !cfg->force) {
 		warnx_("%s is not thread-safe: --mode omp would give wrong results (use fork, or --force to see it happen)",
 		       cfg->workload->name);

@@ -15,7 +15,7 @@
 
 #include <stddef.h>
 
-#define COWRUN_VERSION "0.4.0"
+#define COWRUN_VERSION "0.5.0"
 #define MAX_MERGE_FILES 4096
 #define MAX_NOT_INPUTS 64
 

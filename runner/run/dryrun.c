@@ -154,6 +154,7 @@ int run_dry(const struct run_config *cfg)
 	int rc = EXIT_USAGE;
 
 	task_set_current_workload(w->name);   /* cowrun_error()'s messages */
+	task_set_verbosity(cfg->verbose);
 	printf("cowrun --dry-run: the plan; nothing is set up, run or written\n");
 	printf("workload   %s%s%s\n", w->name, cfg->plugin_path ? " from " : " (built in)",
 	       cfg->plugin_path ? cfg->plugin_path : "");

@@ -17,6 +17,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* At most this many files declared by cowrun_input() in one setup. */
+#define DECLARED_MAX 64
+/* The label of such an input in the identity. */
+#define DECLARED_LABEL "cowrun_input"
+
 /* One input: the option at argv[first], its value, what the file is. */
 struct input {
 	int first;
@@ -33,8 +38,11 @@ static struct {
 	int argc;
 	char **argv;
 	struct input *in;
-	size_t n;
+	size_t n, cap;
 	char from[4096];         /* the results file a merge took them from */
+	char declared[DECLARED_MAX][4096]; /* cowrun_input()'s paths */
+	size_t ndeclared;
+	int settling, settled;   /* inputs_settle() began, ended: no more declared */
 } run;
 
 static int kind_of(const struct cowrun_option *o)
@@ -48,8 +56,76 @@ static int names_a_file(const struct cowrun_option *o)
 	return kind_of(o) == COWRUN_OPT_STRING || kind_of(o) == COWRUN_OPT_INPUT;
 }
 
+/* ---- a workload that parses its own arguments (COWRUN_OWN_ARGV) ----
+ * Its first argument (a script) is an input by rule; every later one
+ * that names an existing regular file, or whose "--name=VALUE" value
+ * does, is guessed to be one, unless --not-input gives its text. */
+
+static int own_argv(const struct cowrun_workload *w)
+{
+	return w != NULL && w->abi_version >= 4 && (w->flags & COWRUN_OWN_ARGV);
+}
+
+/* The file an argument of such a workload could name: the argument, or
+ * the value of "--name=VALUE". */
+static const char *own_value(const char *arg)
+{
+	const char *eq = strncmp(arg, "--", 2) == 0 ? strchr(arg, '=') : NULL;
+
+	return eq ? eq + 1 : arg;
+}
+
+static int own_said_not_input(const char *arg, const char *const *names, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(names[i], arg) == 0 || strcmp(names[i], own_value(arg)) == 0)
+			return 1;
+	return 0;
+}
+
+/* An argument --not-input names must be one of the run's. */
+static int own_check_names(const struct cowrun_workload *w, int argc, char **argv,
+			   const char *const *names, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		int found = 0;
+		for (int a = 2; a < argc && !found; a++)
+			found = own_said_not_input(argv[a], &names[i], 1);
+		if (!found) {
+			warnx_("--not-input: '%s' is none of the arguments given to %s after its "
+			       "first (for %s, --not-input names an argument as given)",
+			       names[i], w->name, w->name);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* The input kind (0, 1, or 2: a guess a merge settles) of the argument
+ * argv[a]; its label into option. */
+static int own_input_kind(char **argv, int a, const char *const *not_inputs, size_t nnot,
+			  int look, char *option, size_t size)
+{
+	if (a == 1) {
+		snprintf(option, size, "script");
+		return 1;
+	}
+	const char *value = own_value(argv[a]);
+	if (value[0] == '\0' || strcmp(argv[a], "--") == 0 ||
+	    own_said_not_input(argv[a], not_inputs, nnot))
+		return 0;
+	snprintf(option, size, "argument %d", a - 1);
+	if (!look)
+		return 2;
+	struct inputid id;
+	inputid_stat(&id, value);
+	return id.kind == INPUT_FILE ? 1 : 0;
+}
+
 int inputs_check_names(const struct cowrun_workload *w, const char *const *names, size_t n)
 {
+	if (own_argv(w))
+		return 0; /* checked against the arguments in inputs_find() */
 	for (size_t i = 0; i < n; i++) {
 		const struct cowrun_option *o = options_find(w->options, names[i]);
 		if (o == NULL || !names_a_file(o)) {
@@ -101,22 +177,30 @@ int inputs_find(const struct cowrun_workload *w, int argc, char **argv,
 	run.w = w;
 	run.argc = argc;
 	run.argv = argv;
-	if (inputs_check_names(w, not_inputs, nnot) != 0)
+	if (inputs_check_names(w, not_inputs, nnot) != 0 ||
+	    (own_argv(w) && own_check_names(w, argc, argv, not_inputs, nnot) != 0))
 		return -1;
-	run.in = calloc((size_t)(argc > 0 ? argc : 1), sizeof *run.in);
+	run.cap = (size_t)(argc > 0 ? argc : 1) + DECLARED_MAX;
+	run.in = calloc(run.cap, sizeof *run.in);
 	if (run.in == NULL) {
 		warnx_("out of memory");
 		return -1;
 	}
-	while (options_next(w->options, argc, argv, &i, &t)) {
-		int kind = input_kind(&t, declared, not_inputs, nnot, look);
+	/* An own-argv workload has no table: each argument is a token. */
+	while (options_next(own_argv(w) ? NULL : w->options, argc, argv, &i, &t)) {
+		char option[72];
+		int kind = own_argv(w)
+			? own_input_kind(argv, t.first, not_inputs, nnot, look, option, sizeof option)
+			: input_kind(&t, declared, not_inputs, nnot, look);
 		if (kind == 0)
 			continue;
+		if (!own_argv(w))
+			snprintf(option, sizeof option, "--%s", t.option->name);
 		struct input *in = &run.in[run.n++];
 		in->first = t.first;
-		snprintf(in->option, sizeof in->option, "--%s", t.option->name);
-		in->given = t.value;
-		in->guessed = kind_of(t.option) != COWRUN_OPT_INPUT;
+		snprintf(in->option, sizeof in->option, "%s", option);
+		in->given = own_argv(w) ? own_value(argv[t.first]) : t.value;
+		in->guessed = own_argv(w) ? t.first > 1 : kind_of(t.option) != COWRUN_OPT_INPUT;
 		in->maybe = kind == 2;
 		if (look)
 			inputid_stat(&in->before, in->given);
@@ -216,11 +300,53 @@ static int settle_one(struct input *in, int *hashed_here)
 	return inputid_hash(&in->id, in->given);
 }
 
+/* ---- inputs the setup declares (cowrun_input) ---- */
+
+/* A declared input, its path copied into run.declared; or NULL. */
+static struct input *add_declared(const char *path)
+{
+	for (size_t k = 0; k < run.n; k++)
+		if (run.in[k].first < 0 && strcmp(run.in[k].given, path) == 0)
+			return &run.in[k];
+	if (run.ndeclared >= DECLARED_MAX || strlen(path) >= sizeof run.declared[0] ||
+	    run.n >= run.cap)
+		return NULL;
+	char *copy = run.declared[run.ndeclared++];
+	strcpy(copy, path);
+	struct input *in = &run.in[run.n++];
+	*in = (struct input){ .first = -1, .given = copy };
+	snprintf(in->option, sizeof in->option, DECLARED_LABEL);
+	return in;
+}
+
+int cowrun_input(const char *path)
+{
+	if (run.in == NULL || run.settling || run.settled) {
+		warnx_("%s: cowrun_input('%s') outside setup(): ignored", run.w ? run.w->name : "?",
+		       path ? path : "(null)");
+		return -1;
+	}
+	if (path == NULL || path[0] == '\0') {
+		warnx_("%s: cowrun_input(): an empty path", run.w->name);
+		return -1;
+	}
+	struct input *in = add_declared(path);
+	if (in == NULL) {
+		warnx_("%s: cowrun_input('%s'): more than %d inputs declared, or a path too long",
+		       run.w->name, path, DECLARED_MAX);
+		return -1;
+	}
+	inputid_stat(&in->before, in->given);
+	in->id = in->before;
+	return 0;
+}
+
 int inputs_settle(const char *workload, int verbose)
 {
 	uint64_t t0 = now_ns(), bytes = 0, hashed_bytes = 0;
 	size_t from_setup = 0, hashed = 0;
 
+	run.settling = 1;
 	for (size_t k = 0; k < run.n; k++) {
 		int here;
 		if (settle_one(&run.in[k], &here) != 0)
@@ -230,6 +356,7 @@ int inputs_settle(const char *workload, int verbose)
 		hashed_bytes += here ? run.in[k].id.size : 0;
 		from_setup += !here && run.in[k].id.hashed;
 	}
+	run.settled = 1;
 	if (verbose && run.n > 0) {
 		char b[32], h[32];
 		warnx_("%s: %zu input%s, %s bytes: %zu hashed by the setup's own read, %zu (%s bytes) "
@@ -273,6 +400,14 @@ int inputs_take_from(const char *path)
 	for (size_t k = 0; k < run.n; k++) {
 		if (next < nsaved && strcmp(run.in[k].option, saved[next].option) == 0)
 			take_input(&run.in[k], &saved[next++]);
+	}
+	/* The files its setup declared come last: this merge ran no setup
+	 * to declare them, so they are taken as they were saved. */
+	for (; next < nsaved; next++) {
+		struct input *in = strcmp(saved[next].option, DECLARED_LABEL) == 0
+			? add_declared(saved[next].path) : NULL;
+		if (in != NULL)
+			take_input(in, &saved[next]);
 	}
 	snprintf(run.from, sizeof run.from, "%s", path);
 	free(saved);

@@ -609,6 +609,7 @@ int run_direct(const struct run_config *cfg)
 		return EXIT_USAGE;
 	}
 	task_set_current_workload(cfg->workload->name);
+	task_set_verbosity(cfg->verbose);
 	if (options_want_help(cfg->wargc, cfg->wargv)) {
 		options_print_help(cfg->workload, stdout);
 		return run_stdout_written();

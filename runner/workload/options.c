@@ -193,6 +193,13 @@ static void format_default(const struct cowrun_option *o, const void *defaults,
 
 void options_print_help(const struct cowrun_workload *w, FILE *out)
 {
+	/* A workload that parses its own argv says its usage in its
+	 * description, and has no table. */
+	if (w->abi_version >= 4 && (w->flags & COWRUN_OWN_ARGV)) {
+		fprintf(out, "%s\n\n%s\n", w->description ? w->description : w->summary,
+			"Runner options (-j, --mode, -o ...): cowrun --help");
+		return;
+	}
 	fprintf(out, "Usage: cowrun [RUNNER OPTIONS] %s [OPTIONS]\n\n%s\n",
 		w->name, w->summary);
 	if (w->description)

@@ -112,14 +112,15 @@ static struct cowrun_workload widened;
 static const struct cowrun_workload *accept_abi(const struct cowrun_workload *w,
 						const char *path, const char *context)
 {
-	if (w->abi_version == COWRUN_ABI_VERSION)
+	/* ABI 4 only added flags and calls: ABI 3's struct is today's. */
+	if (w->abi_version == COWRUN_ABI_VERSION || w->abi_version == 3)
 		return w;
 	if (w->abi_version == 1 || w->abi_version == 2) {
 		memset(&widened, 0, sizeof widened);
 		memcpy(&widened, w, w->abi_version == 1 ? ABI1_SIZE : ABI2_SIZE);
 		return &widened;
 	}
-	warnx_("%s: '%s' was built for workload ABI %d, this cowrun has ABI %d (and reads 1 and 2): rebuild it against this cowrun.h",
+	warnx_("%s: '%s' was built for workload ABI %d, this cowrun has ABI %d (and reads 1 to 3): rebuild it against this cowrun.h",
 	       context, path, w->abi_version, COWRUN_ABI_VERSION);
 	return NULL;
 }

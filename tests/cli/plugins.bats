@@ -52,7 +52,7 @@ plugin() {
 	plugin WRONG_ABI
 	run --separate-stderr cowrun --workload "$BATS_TEST_TMPDIR/WRONG_ABI.so"
 	[ "$status" -eq 255 ]
-	assert_one_line_error "cowrun: --workload: '$BATS_TEST_TMPDIR/WRONG_ABI.so' was built for workload ABI 42, this cowrun has ABI 3 (and reads 1 and 2): rebuild it against this cowrun.h"
+	assert_one_line_error "cowrun: --workload: '$BATS_TEST_TMPDIR/WRONG_ABI.so' was built for workload ABI 42, this cowrun has ABI 4 (and reads 1 to 3): rebuild it against this cowrun.h"
 }
 
 @test "a plugin built for ABI 1 still runs, saves and merges; nothing past its struct is read" {

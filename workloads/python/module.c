@@ -1,0 +1,218 @@
+/*
+ * module.c - the `cowrun` module a script imports, and the writer its
+ * finish() prints the summary to.
+ *
+ *   cowrun.report(mode="w", encoding="utf-8", errors=None, newline=None)
+ *       in run(): the task's report file OUTDIR/NAME, opened as open()
+ *       opens one ("w" text, "wb" bytes).  It is written under a temporary
+ *       name and committed (flushed, fsynced, renamed) only when run()
+ *       returns without an exception; the workload closes it after run().
+ *   cowrun.input(path)
+ *       in setup(): path is an input of the run (cowrun_input()).
+ *   cowrun.task()
+ *       in run(): (index, name) of the task; None elsewhere.
+ *   cowrun.verbosity()
+ *       0, or 1 under cowrun -v.
+ */
+#define _GNU_SOURCE
+#include "pyworkload.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <unistd.h>
+
+static enum py_phase phase = PY_PHASE_OTHER;
+static struct cowrun_task *task;
+static size_t task_index;
+static PyObject *task_name;   /* borrowed from the workload's list */
+static PyObject *report_file; /* what report() opened in this task */
+
+void py_set_phase(enum py_phase p)
+{
+	phase = p;
+}
+
+void py_set_task(struct cowrun_task *t, size_t index, PyObject *name)
+{
+	task = t;
+	task_index = index;
+	task_name = name;
+}
+
+/* Raised when a call comes at the wrong time. */
+static PyObject *wrong_phase(const char *call, const char *where)
+{
+	PyErr_Format(PyExc_RuntimeError, "cowrun.%s() is only for %s", call, where);
+	return NULL;
+}
+
+static int is_write_mode(const char *mode)
+{
+	const char *ok[] = { "w", "wt", "tw", "wb", "bw" };
+
+	for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++)
+		if (strcmp(mode, ok[i]) == 0)
+			return 1;
+	return 0;
+}
+
+static PyObject *cw_report(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+	static char *keywords[] = { "mode", "encoding", "errors", "newline", NULL };
+	const char *mode = "w", *encoding = NULL, *errors = NULL, *newline = NULL;
+
+	(void)self;
+	if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|szzz", keywords, &mode, &encoding,
+					 &errors, &newline))
+		return NULL;
+	if (phase != PY_PHASE_RUN)
+		return wrong_phase("report", "run()");
+	if (!is_write_mode(mode))
+		return PyErr_Format(PyExc_ValueError, "cowrun.report(): mode '%s': a report is "
+				    "written from its start, \"w\" (text) or \"wb\" (bytes)", mode);
+	if (report_file != NULL)
+		return PyErr_Format(PyExc_RuntimeError, "cowrun.report() was already called in "
+				    "this task: a task writes one report");
+	FILE *f = cowrun_report(task);
+	int fd = f ? fcntl(fileno(f), F_DUPFD_CLOEXEC, 0) : -1;
+	if (fd < 0)
+		return PyErr_Format(PyExc_OSError, "cannot create the report of task %zu: %s",
+				    task_index, strerror(errno));
+	/* The script writes through its own descriptor on the runner's open
+	 * file: the runner's FILE stays empty, and its commit fsyncs what the
+	 * script wrote, then renames it. */
+	int binary = strchr(mode, 'b') != NULL;
+	PyObject *io = PyImport_ImportModule("io");
+	report_file = io ? PyObject_CallMethod(io, "open", "isizzzi", fd, mode, -1,
+					       binary ? NULL : (encoding ? encoding : "utf-8"),
+					       errors, newline, 1)
+			 : NULL;
+	Py_XDECREF(io);
+	if (report_file == NULL) {
+		close(fd);
+		return NULL;
+	}
+	Py_INCREF(report_file);
+	return report_file;
+}
+
+int py_close_report(void)
+{
+	if (report_file == NULL)
+		return 0;
+	PyObject *r = PyObject_CallMethod(report_file, "close", NULL);
+	Py_CLEAR(report_file);
+	Py_XDECREF(r);
+	return r ? 0 : -1;
+}
+
+static PyObject *cw_input(PyObject *self, PyObject *arg)
+{
+	PyObject *path = NULL;
+
+	(void)self;
+	if (phase != PY_PHASE_SETUP)
+		return wrong_phase("input", "setup()");
+	if (!PyUnicode_FSConverter(arg, &path))
+		return NULL;
+	int rc = cowrun_input(PyBytes_AS_STRING(path));
+	Py_DECREF(path);
+	if (rc != 0)
+		return PyErr_Format(PyExc_RuntimeError, "cowrun.input(): refused (see the line above)");
+	Py_RETURN_NONE;
+}
+
+static PyObject *cw_task(PyObject *self, PyObject *unused)
+{
+	(void)self;
+	(void)unused;
+	if (phase != PY_PHASE_RUN || task_name == NULL)
+		Py_RETURN_NONE;
+	return Py_BuildValue("(nO)", (Py_ssize_t)task_index, task_name);
+}
+
+static PyObject *cw_verbosity(PyObject *self, PyObject *unused)
+{
+	(void)self;
+	(void)unused;
+	return PyLong_FromLong(cowrun_verbosity());
+}
+
+static PyMethodDef cowrun_methods[] = {
+	{ "report", (PyCFunction)(void (*)(void))cw_report, METH_VARARGS | METH_KEYWORDS,
+	  "report(mode='w', encoding='utf-8', errors=None, newline=None): this task's report "
+	  "file, committed only if run() returns" },
+	{ "input", cw_input, METH_O,
+	  "input(path): in setup(), declare a file the results depend on" },
+	{ "task", cw_task, METH_NOARGS, "task(): (index, name) in run(), else None" },
+	{ "verbosity", cw_verbosity, METH_NOARGS, "verbosity(): 1 under cowrun -v, else 0" },
+	{ NULL, NULL, 0, NULL },
+};
+
+static struct PyModuleDef cowrun_module = {
+	PyModuleDef_HEAD_INIT, "cowrun",
+	"What a script run by `cowrun python` calls: report(), input(), task(), verbosity().",
+	-1, cowrun_methods, NULL, NULL, NULL, NULL,
+};
+
+PyObject *py_cowrun_module_init(void)
+{
+	return PyModule_Create(&cowrun_module);
+}
+
+/* ---- the summary's writer ---- */
+
+struct writer {
+	PyObject_HEAD
+	FILE *out;
+};
+
+static PyObject *writer_write(PyObject *self, PyObject *arg)
+{
+	struct writer *w = (struct writer *)self;
+	Py_ssize_t len;
+	const char *text = PyUnicode_AsUTF8AndSize(arg, &len);
+
+	if (text == NULL)
+		return NULL;
+	if (fwrite(text, 1, (size_t)len, w->out) != (size_t)len)
+		return PyErr_SetFromErrno(PyExc_OSError);
+	return PyLong_FromSsize_t(PyUnicode_GetLength(arg));
+}
+
+static PyObject *writer_flush(PyObject *self, PyObject *unused)
+{
+	(void)unused;
+	if (fflush(((struct writer *)self)->out) != 0)
+		return PyErr_SetFromErrno(PyExc_OSError);
+	Py_RETURN_NONE;
+}
+
+static PyMethodDef writer_methods[] = {
+	{ "write", writer_write, METH_O, "write(str): append to the summary" },
+	{ "flush", writer_flush, METH_NOARGS, "flush()" },
+	{ NULL, NULL, 0, NULL },
+};
+
+static PyType_Slot writer_slots[] = {
+	{ Py_tp_methods, writer_methods },
+	{ Py_tp_doc, (void *)"the summary cowrun prints: write(str)" },
+	{ 0, NULL },
+};
+
+static PyType_Spec writer_spec = {
+	"cowrun.Summary", sizeof(struct writer), 0, Py_TPFLAGS_DEFAULT, writer_slots,
+};
+
+PyObject *py_writer_new(FILE *out)
+{
+	static PyObject *type;
+
+	if (type == NULL && (type = PyType_FromSpec(&writer_spec)) == NULL)
+		return NULL;
+	struct writer *w = PyObject_New(struct writer, (PyTypeObject *)type);
+	if (w != NULL)
+		w->out = out;
+	return (PyObject *)w;
+}

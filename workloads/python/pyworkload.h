@@ -1,0 +1,90 @@
+/*
+ * pyworkload.h - what the files of the python workload share.
+ *
+ * python.so embeds Debian's CPython and runs a script's functions as a
+ * cowrun workload: the contract is written in workloads/python/README and
+ * in docs/python.md.  The files:
+ *
+ *   python.c    the workload's table: setup, tasks, run, merge, finish,
+ *               plan and the merge without setup, each calling the script
+ *   interp.c    the interpreter: started once per process (its paths,
+ *               a virtualenv, no signal handlers of its own), the fork
+ *               handlers, the script loaded, errors made into one line
+ *   module.c    the `cowrun` module a script imports: report(), input(),
+ *               task(), verbosity(); and the writer finish() prints to
+ *
+ * Python runs only on the process's main thread, which holds the GIL
+ * from the start to the end: cowrun's own threads never call it, and the
+ * workload is flagged COWRUN_NO_THREADS (no --mode omp).
+ */
+#ifndef COWRUN_PYWORKLOAD_H
+#define COWRUN_PYWORKLOAD_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include "cowrun.h"
+
+#include <stddef.h>
+#include <stdio.h>
+
+/* ---- interp.c ---- */
+
+/*
+ * Start the interpreter (once per process; later calls return 0) with
+ * sys.argv = [script, args...], sys.path[0] the script's directory, the
+ * `cowrun` module importable, and the fork handlers registered.  Returns 0
+ * or -1 after one line.
+ */
+int py_start(const char *script, int argc, char **argv);
+
+/* Load the script as a module (its top level runs).  Returns a new
+ * reference, or NULL after one line naming the script and the line. */
+PyObject *py_load_script(const char *script);
+
+/* The script's function `name`: a new reference; NULL without a message
+ * if it has none (or it is not callable: then *bad is set after one line). */
+PyObject *py_function(PyObject *module, const char *name, int *bad);
+
+/*
+ * The pending exception as one line, "Type: message", into buf, and
+ * where it was raised in the script ("report.py:12") into where (the last
+ * frame in the script, else the last frame).  The exception is cleared;
+ * with `print_traceback` its traceback first goes to stderr.
+ */
+void py_describe_error(char *buf, size_t size, char *where, size_t wsize, int print_traceback);
+
+/* The pending exception is a SystemExit: its status into *status. */
+int py_system_exit(int *status);
+
+/* Flush Python's sys.stdout and sys.stderr (the runner's fflush() cannot
+ * reach their buffers).  Errors are dropped. */
+void py_flush_stdio(void);
+
+/* pickle.dumps(obj) and pickle.loads(bytes): new references, or NULL
+ * with the exception pending. */
+PyObject *py_pickle(PyObject *obj);
+PyObject *py_unpickle(const void *bytes, size_t len);
+
+/* ---- module.c ---- */
+
+/* The built-in module's init function (PyImport_AppendInittab). */
+PyObject *py_cowrun_module_init(void);
+
+/* Which part of the contract runs now: cowrun.input() only in setup,
+ * cowrun.report() and cowrun.task() only in run. */
+enum py_phase { PY_PHASE_OTHER, PY_PHASE_SETUP, PY_PHASE_RUN };
+void py_set_phase(enum py_phase phase);
+
+/* The task run() is called for (PY_PHASE_RUN). */
+void py_set_task(struct cowrun_task *task, size_t index, PyObject *name);
+
+/* After run(): close the report file the script opened, if it did (an
+ * error then is pending).  Returns 0, or -1 with the exception pending. */
+int py_close_report(void);
+
+/* A writer over a C FILE, for finish(state, out): write(str) and flush().
+ * A new reference, or NULL with the exception pending. */
+PyObject *py_writer_new(FILE *out);
+
+#endif
