@@ -54,9 +54,11 @@ DEB_BUNDLED = $(foreach w,$(BUNDLED_WORKLOADS),$($(w)_PACKAGES))
 #     (cowrun serve started on a socket systemd's way) and systemd-analyze
 #     (the example units verified); the metrics file read back by a real
 #     Prometheus text-format parser (python3-prometheus-client, for Debian's
-#     python3)
+#     python3); numexpr, a Recommends of pandas that starts threads, alive
+#     when a python workload forks (tests/cli/python.bats)
 DEB_TEST = libcmocka-dev bats openssh-server openssh-client strace \
-	slurmctld slurmd slurm-client munge systemd python3-prometheus-client
+	slurmctld slurmd slurm-client munge systemd python3-prometheus-client \
+	python3-numexpr
 #   the GNU Parallel modes (compare, cowrun-cluster); plots (gnuplot, and
 #   the DejaVu font they name); benchmarks (hyperfine; GNU time for peak
 #   RSS; python3, its standard library only, for compare/advice's fit;

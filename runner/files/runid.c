@@ -164,6 +164,32 @@ void runid_field(const char *text, size_t len, const char *key, char *buf, size_
 
 /* ---- describing a whole identity ---- */
 
+/* The "cowrun VERSION" line's value: the first line, "cowrun results N",
+ * is the format's magic, not the version. */
+static void cowrun_version(const char *text, size_t len, char *buf, size_t size)
+{
+	const char *nl = memchr(text, '\n', len);
+	size_t skip = nl ? (size_t)(nl - text) + 1 : len;
+
+	runid_field(text + skip, len - skip, "cowrun", buf, size);
+}
+
+/* When the two were written for different workload ABIs (a cowrun
+ * upgrade), say so: no flag makes such results mix.  "" otherwise. */
+static void describe_upgrade(const char *context, const char *saved, size_t len,
+			     const char *ours, char *buf, size_t size)
+{
+	char as[32], ao[32];
+
+	runid_field(saved, len, "abi", as, sizeof as);
+	runid_field(ours, strlen(ours), "abi", ao, sizeof ao);
+	buf[0] = '\0';
+	if (strcmp(as, ao) != 0)
+		snprintf(buf, size, ": results do not cross a workload ABI upgrade (%s to %s): %s",
+			 as, ao, strcmp(context, "merge") == 0 ? "save them again with this cowrun"
+							       : "run the batch again without --resume");
+}
+
 /* ", cowrun 0.2.0, ABI 1" when the two identities differ there, ", input
  * HASH" when both have a merge context (an input) and those differ, else
  * "". */
@@ -172,8 +198,8 @@ static void describe_build(const char *a, size_t alen, const char *b, size_t ble
 {
 	char va[64], vb[64], aa[32], ab[32], ca[32], cb[32];
 
-	runid_field(a, alen, "cowrun", va, sizeof va);
-	runid_field(b, blen, "cowrun", vb, sizeof vb);
+	cowrun_version(a, alen, va, sizeof va);
+	cowrun_version(b, blen, vb, sizeof vb);
 	runid_field(a, alen, "abi", aa, sizeof aa);
 	runid_field(b, blen, "abi", ab, sizeof ab);
 	runid_field(a, alen, "context", ca, sizeof ca);
@@ -344,7 +370,7 @@ static const char *guessed_in_one(const struct runid_input *a, size_t na,
 static void say_other_run(const char *context, const char *path, const char *saved, size_t len,
 			  const char *ours, const char *guessed)
 {
-	char s[512], o[512], sb[128], ob[128], hint[160] = "";
+	char s[512], o[512], sb[128], ob[128], hint[256] = "";
 
 	describe_build(saved, len, ours, strlen(ours), sb, sizeof sb);
 	describe_build(ours, strlen(ours), saved, len, ob, sizeof ob);
@@ -358,6 +384,8 @@ static void say_other_run(const char *context, const char *path, const char *sav
 		snprintf(hint, sizeof hint, " (its %s names an existing file in one run only, so "
 			 "it was taken for an input there: if it names none, give --not-input "
 			 "with its text)", guessed);
+	if (!guessed)
+		describe_upgrade(context, saved, len, ours, hint, sizeof hint);
 	warnx_("%s: '%s' was saved by '%s', not by this run's '%s'%s", context, path, s, o, hint);
 }
 

@@ -133,12 +133,82 @@ static void test_identities_compare(void **state)
 			       RUNID_RESUME | RUNID_EARLY), 0);
 }
 
+/* runid_check()'s verdict, and its message into buf. */
+static int check_said(const char *context, const char *saved, const char *ours, int flags,
+		      char *buf, size_t size)
+{
+	FILE *tmp = tmpfile();
+	int saved_fd = dup(2), rc;
+	size_t n;
+
+	assert_non_null(tmp);
+	fflush(stderr);
+	dup2(fileno(tmp), 2);
+	rc = runid_check(context, "x.res", saved, strlen(saved), ours, flags);
+	fflush(stderr);
+	dup2(saved_fd, 2);
+	close(saved_fd);
+	rewind(tmp);
+	n = fread(buf, 1, size - 1, tmp);
+	buf[n] = '\0';
+	fclose(tmp);
+	return rc;
+}
+
+/* A file the setup declares (cowrun_input) comes after the arguments'
+ * inputs; before the setup it is not known yet, and those before it are
+ * still compared. */
+static void test_declared_input_known_after_setup(void **state)
+{
+	const char *in1 = "input 1 script file 10 00000000000000aa\n"
+		"input-at 1 1:2 3.000000000 /d/r.py\n";
+	const char *in2 = "input 2 cowrun_input file 20 00000000000000cc\n"
+		"input-at 2 1:5 3.000000000 /d/data.csv\n";
+	const char *args = "arg r.py\narg-input 1\n";
+	char saved[1024], early[1024], changed[1024], after[1024], other[1024], said[1024];
+
+	(void)state;
+	snprintf(saved, sizeof saved, HEAD "%s%s%s", in1, in2, args);
+	snprintf(early, sizeof early, HEAD "%s%s", in1, args);
+	snprintf(changed, sizeof changed, HEAD "input 1 script file 11 -\n"
+		 "input-at 1 1:2 4.000000000 /d/r.py\n%s", args);
+	snprintf(after, sizeof after, HEAD "%s%s%s", in1, in2, args);
+	snprintf(other, sizeof other, HEAD "%sinput 2 cowrun_input file 21 00000000000000dd\n"
+		 "input-at 2 1:5 4.000000000 /d/data.csv\n%s", in1, args);
+	assert_int_equal(check(saved, early, RUNID_RESUME | RUNID_EARLY), 0);
+	assert_int_equal(check_said("--resume", saved, changed, RUNID_RESUME | RUNID_EARLY, said,
+				    sizeof said), -1);
+	assert_non_null(strstr(said, "input '/d/r.py' (script) changed"));
+	assert_int_equal(check(saved, after, RUNID_RESUME), 0);
+	assert_int_equal(check_said("--resume", saved, other, RUNID_RESUME, said, sizeof said), -1);
+	assert_non_null(strstr(said, "input '/d/data.csv' (cowrun_input) changed"));
+}
+
+/* Results of another workload ABI (an older cowrun) are refused, the
+ * upgrade named. */
+static void test_abi_upgrade_named(void **state)
+{
+	const char *old = "cowrun results 4\ncowrun 0.4.0\nworkload w\nabi 3\ntasks 2\narg x\n";
+	const char *now = "cowrun results 4\ncowrun 0.5.0\nworkload w\nabi 4\ntasks 2\narg x\n";
+	char said[1024];
+
+	(void)state;
+	assert_int_equal(check_said("merge", old, now, 0, said, sizeof said), -1);
+	assert_non_null(strstr(said, "cowrun 0.4.0, ABI 3"));
+	assert_non_null(strstr(said, "results do not cross a workload ABI upgrade (3 to 4): save "
+				     "them again with this cowrun"));
+	assert_int_equal(check_said("--resume", old, now, RUNID_RESUME, said, sizeof said), -1);
+	assert_non_null(strstr(said, "(3 to 4): run the batch again without --resume"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_hash_is_the_definition),
 		cmocka_unit_test(test_reported_hash_only_for_that_state),
 		cmocka_unit_test(test_identities_compare),
+		cmocka_unit_test(test_declared_input_known_after_setup),
+		cmocka_unit_test(test_abi_upgrade_named),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
