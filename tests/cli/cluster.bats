@@ -217,6 +217,22 @@ left_on_hosts() {
 	hosts_clean
 }
 
+@test "two hosts: a Python script (cowrun python) gives a local run's stdout and reports" {
+	need_sshd
+	local script=$ROOT/tests/fixtures/python-cluster/squares.py
+	printf 'four\n' >"$BATS_TEST_TMPDIR/in.txt"
+	local_run "$BATS_TEST_TMPDIR/local" python "$script" --n 9 --input "$BATS_TEST_TMPDIR/in.txt"
+	[ "$ref_status" -eq 0 ]
+	run --separate-stderr cluster --slf "$SSHD_DIR/two" -o "$BATS_TEST_TMPDIR/cluster" \
+		python "$script" --n 9 --input "$BATS_TEST_TMPDIR/in.txt"
+	[ "$status" -eq 0 ] || { echo "exit $status: $stderr" >&2; return 1; }
+	[ "$output" = "$ref_out" ]
+	[ "$output" = "squares: 9, total 249" ]
+	diff -r -x '.cowrun-manifest.*' "$BATS_TEST_TMPDIR/local" "$BATS_TEST_TMPDIR/cluster"
+	[ "$(ls "$BATS_TEST_TMPDIR/cluster" | wc -l)" -eq 9 ]
+	hosts_clean
+}
+
 @test "two hosts: a workload without reports (average) gives the same summary and no report directory" {
 	need_sshd
 	local_run "$BATS_TEST_TMPDIR/local" average --size 100000 --chunks 7

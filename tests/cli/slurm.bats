@@ -245,6 +245,20 @@ field_job() { field job "$1"; }
 	[ "$("$CLUSTER" --slurm --status "$b" | grep -c '^shard ./3: done')" -eq 3 ]
 }
 
+@test "slurm: a Python script (cowrun python) in 3 shards gives a local run's output" {
+	need_slurm
+	local d=$BATS_TEST_TMPDIR b=$BATS_TEST_TMPDIR/b
+	local args=(python "$ROOT/tests/fixtures/python-cluster/squares.py" --n 7)
+	reference "${args[@]}"
+	[ "$ref_status" -eq 0 ]
+	run --separate-stderr "$CLUSTER" --slurm --dir "$b" --shards 3 --wait "${args[@]}"
+	echo "$stderr"
+	[ "$status" -eq 0 ]
+	[ "$output" = "$ref_out" ]
+	[ "$output" = "squares: 7, total 91" ]
+	diff -r -x '.cowrun-manifest.*' "$d/ref" "$b/out"
+}
+
 @test "slurm: an out-of-tree workload by path gives a local run's output; --status says how long each shard ran" {
 	need_slurm
 	local d=$BATS_TEST_TMPDIR b=$BATS_TEST_TMPDIR/b
