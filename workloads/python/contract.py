@@ -1,0 +1,127 @@
+"""contract.py - the contract of `cowrun python SCRIPT.py [ARGS]`, in one place.
+
+This file is a working script (`cowrun python workloads/python/contract.py
+--count 5` runs it) and the reference for writing one: what cowrun.h is to
+a C workload.  A script is an ordinary module; cowrun loads it once in the
+parent (its top level runs there, once), then calls its functions:
+
+    parent   setup(argv)                once: builds the state
+    parent   tasks(state)               the task names, in task order
+    worker   run(state, i, name)        once per task, in a forked process
+    parent   merge(state, i, name, r)   optional: each success, in task order
+    parent   finish(state, out)         optional: the summary
+    parent   plan(argv)                 optional: the names without setup()
+    parent   merge_context(state),      optional, both or neither: --merge
+             merge_setup(argv, context) rebuilds the state without setup()
+
+Processes.  setup() runs once, in the parent.  Every worker is a fork() of
+it: run() reads the state's objects copy-on-write, with no pickling and no
+second load.  Whatever run() changes in the state stays in that worker and
+is lost; what the parent needs comes back as run()'s return value (pickled
+through a pipe) and reaches merge().  merge() and finish() run in the
+parent, in task order, so the summary is the same at every -j.
+
+Memory.  A worker's private memory is what it writes.  Python writes
+reference counts when it touches an object, which is cheap for a few large
+objects (numpy arrays, a DataFrame's column blocks) and dear for millions
+of small ones (a list of dicts, a row-by-row cache).  Keep the shared data
+in a few large arrays, and have setup() leave pandas nothing to do lazily:
+a DataFrame whose blocks are not consolidated consolidates them in the
+first worker that calls take() or .values on it, writing a copy of every
+column in each worker.  `cowrun --stats` says what each worker copied;
+docs/python.md has the measured figures.
+
+Errors.
+  - An exception (or SyntaxError, ImportError) while loading the script or
+    in setup(), tasks(), plan() or merge_setup(): one line naming the
+    script's line and the exception, exit 255, no file written.  -v adds
+    the traceback.  sys.exit() there ends the run the same way (exit 255).
+  - An exception in run(): that task fails; its traceback goes to stderr
+    once, and "Type: message (script.py:LINE)" is its error in the joblog
+    and in the run's last lines.  The other tasks go on; --retries runs it
+    again in a fresh worker; the run exits with the number of tasks that
+    failed (1 here), as for a C workload; --resume-failed reruns it.
+    sys.exit() in run() is such an exception too: it ends no process.
+  - A result pickle cannot take fails its task, naming the type.
+  - An exception in merge() or finish(): one line, no summary, exit 254
+    (the runner failed after tasks began); with --joblog, the tasks'
+    results are kept for --resume.
+  - A worker that dies (SIGKILL, the OOM killer, a segfault in a C
+    extension) fails its task, naming the signal; --retries, --resume.
+
+Signals.  The interpreter installs no handler: Ctrl-C and SIGTERM keep
+cowrun's meaning (finish the running tasks, start no more; twice: stop
+them).  No KeyboardInterrupt reaches the script.
+
+Inputs.  SCRIPT is an input (--resume refuses a changed script), and so is
+every argument that names an existing regular file, or "--name=FILE"
+(cowrun --not-input ARG says one is not).  A file named any other way
+(a config, a path built in setup) is declared with cowrun.input(path)
+before setup() reads it: --resume refuses it changed, after the setup.
+
+The cowrun module (import cowrun; only under cowrun python):
+    cowrun.report(mode="w", encoding="utf-8", errors=None, newline=None)
+        in run(): the task's report, OUTDIR/NAME, as open() would open it
+        ("wb" for bytes).  Written under a temporary name and committed
+        (flushed, fsynced, renamed) only when run() returns; removed when
+        it raises.  One report per task; cowrun closes it after run().
+    cowrun.input(path)       in setup(): path is an input of the run
+    cowrun.task()            in run(): (i, name); None elsewhere
+    cowrun.verbosity()       1 under cowrun -v, else 0
+
+Arguments.  cowrun's options come before `python`; everything after the
+script is the script's, passed as given: setup(argv) and plan(argv) get
+them as a list (sys.argv is [SCRIPT, *argv] too, so argparse works either
+way).  cowrun takes --help before a "--": `cowrun python SCRIPT.py --help`
+is this workload's help, `cowrun python SCRIPT.py -- --help` the script's
+(a "--" right after SCRIPT is dropped).
+
+Threads.  Python runs on the main thread only: no --mode omp.  Threads the
+script starts in setup() (numexpr's pool, a BLAS's) do not exist in the
+workers; one that held a lock at the fork leaves it held there.  cowrun
+holds OpenBLAS to one thread; `cowrun -v` names the threads alive at fork.
+"""
+import argparse
+
+import cowrun
+
+
+def setup(argv):
+    """Parent, once.  argv: the script's arguments.  Returns the state:
+    any object; what the tasks read, built once."""
+    parser = argparse.ArgumentParser(prog="contract.py")
+    parser.add_argument("--count", type=int, default=10, help="tasks to run")
+    args = parser.parse_args(argv)
+    return {"count": args.count, "squares": [k * k for k in range(args.count)], "total": 0}
+
+
+def tasks(state):
+    """Parent.  The task names in task order: str, each a file name (no
+    '/', under 128 bytes), also the name of the task's report."""
+    return ["task-%04d.txt" % k for k in range(state["count"])]
+
+
+def plan(argv):
+    """Optional, for cowrun --dry-run: the task names from the arguments
+    alone, reading no input.  Without it the dry run says the tasks are
+    known after the setup."""
+    return tasks(setup(argv))
+
+
+def run(state, i, name):
+    """A worker.  Task i, named name.  Returns a picklable result (or
+    None), which merge() receives in the parent."""
+    with cowrun.report() as report:
+        report.write("%s: %d squared is %d\n" % (name, i, state["squares"][i]))
+    return state["squares"][i]
+
+
+def merge(state, i, name, result):
+    """Optional.  Parent, in task order, once per task that succeeded."""
+    state["total"] += result
+
+
+def finish(state, out):
+    """Optional.  Parent, after the last merge: the summary, to out (print
+    without file= lands there too)."""
+    print("%d tasks, sum of squares %d" % (state["count"], state["total"]), file=out)
