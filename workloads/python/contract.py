@@ -44,8 +44,8 @@ Errors.
     sys.exit() in run() is such an exception too: it ends no process.
   - A result pickle cannot take fails its task, naming the type.
   - An exception in merge() or finish(): one line, no summary, exit 254
-    (the runner failed after tasks began); with --joblog, the tasks'
-    results are kept for --resume.
+    (the runner failed after tasks began).  The script is an input, so a
+    fixed script runs the batch again: --resume refuses it.
   - A worker that dies (SIGKILL, the OOM killer, a segfault in a C
     extension) fails its task, naming the signal; --retries, --resume.
 
