@@ -5,17 +5,18 @@
 Reads the CSV that `cowrun sales --input` reads (header
 date,store,product,quantity,unit_price; prices with at most 2 decimals),
 writes one report per store (store-NNNN.txt, the C workload's names) and
-prints the company summary.  The summary's lines up to "Discount given" and
-its top-stores table are formatted exactly as `cowrun sales` prints them, so
-a test can compare the two; in particular these lines must be identical:
+prints the company summary.  Reports and summary are formatted as the C
+workload's (workloads/sales: report.c, sales.c's sales_finish), so the two
+can be compared byte for byte; a test needs at least the company totals,
+these three lines of the summary ("  %-24s %18s" in sales_finish):
 
       Transactions                         20,000
       Units sold                          130,782
       Revenue                      $13,078,024.30
 
 Memory: setup keeps four flat numpy arrays (day, product, quantity, cents;
-14 bytes a row), sorted by store once, with each store's start and end
-offsets.  A worker slices those arrays (views: nothing is copied or written)
+12 bytes a row: the day and product as 2-byte codes), sorted by store
+once, with each store's start and end offsets.  A worker slices those arrays (views: nothing is copied or written)
 and builds its small per-store frame in its own memory.  It never calls
 DataFrame.take() or similar on a shared frame: pandas consolidates a frame's
 column blocks in place on such calls, which makes every forked worker copy
@@ -87,7 +88,7 @@ def cents_of(text):
 
 
 def check_range(name, values, lo, hi):
-    if len(values) and (values.min() < lo or values.max() > hi):
+    if values.min() < lo or values.max() > hi:
         raise ValueError(f"{name} out of range {lo} to {hi}")
 
 
@@ -102,8 +103,8 @@ def load(path):
                                   "product": "category", "quantity": "int32",
                                   "unit_price": "category"},
                      keep_default_na=False, na_values=[""])
-    if df.isna().any().any():
-        raise ValueError(f"{path}: empty fields")
+    if len(df) == 0 or df.isna().any().any():
+        raise ValueError(f"{path}: no sales, or empty fields")
     check_range("store", df["store"], 1, MAX_ID)
     check_range("quantity", df["quantity"], 1, MAX_QUANTITY)
     return df
@@ -114,8 +115,8 @@ def calendar(first, last):
     days = np.arange(first, last + 1).astype("datetime64[D]")
     months = days.astype("datetime64[M]")
     month_of_day = (months - months[0]).astype(np.int32)
-    return (np.datetime_as_string(days).tolist(), ((np.arange(first, last + 1) + 3) % 7).tolist(),
-            month_of_day, np.datetime_as_string(np.unique(months)).tolist())
+    weekday = ((np.arange(first, last + 1) + 3) % 7).astype(np.int8)  # 1970-01-01: a Thursday
+    return (np.datetime_as_string(days).tolist(), weekday, month_of_day, np.datetime_as_string(np.unique(months)).tolist())
 
 
 def setup(argv):
@@ -180,7 +181,7 @@ def store_frame(s, k):
     # The list price is the highest price seen, so the discount is >= 0.
     sale["discount"] = (s.list_price[sale["product"]] - sale["price"]) * sale["units"]
     sale["month"] = s.month_of_day[sale["day"]]
-    sale["weekday"] = np.take(s.weekday, sale["day"])
+    sale["weekday"] = s.weekday[sale["day"]]
     return sale
 
 
@@ -195,19 +196,19 @@ def nearest_rank(sorted_values, pct):
 
 
 def write_report(f, s, store_id, sale):
-    """Store store_id's report on f; returns its totals (the task's result)."""
+    """Store store_id's report on f; returns its totals (the task's result).
+    A store has a sale at least: the stores are the file's."""
     rev, units, tx = int(sale["revenue"].sum()), int(sale["units"].sum()), len(sale)
     discount, below = int(sale["discount"].sum()), int((sale["discount"] > 0).sum())
     by_day = tally(sale, "day", range(s.ndays))
     trading = by_day[by_day["tx"] > 0]
     # idxmax/idxmin return the first (earliest) day of a tie.
-    best, worst = (trading["revenue"].idxmax(), trading["revenue"].idxmin()) if tx else (-1, -1)
+    best, worst = trading["revenue"].idxmax(), trading["revenue"].idxmin()
     title = f"NIGHTLY SALES REPORT - STORE {store_id:04d}"
     print(f"{title}\n{'=' * len(title)}", file=f)
     print(f"Period covered:  {s.dates[0]} to {s.dates[-1]} ({s.ndays} day{plural(s.ndays)})", file=f)
     print(f"Source:          {s.source}\n\nSummary", file=f)
-    first_last = (f" (first sale {s.dates[trading.index[0]]}, last sale {s.dates[trading.index[-1]]})"
-                  if tx else "")
+    first_last = f" (first sale {s.dates[trading.index[0]]}, last sale {s.dates[trading.index[-1]]})"
     for what, value, after in (
             ("Transactions", count(tx), ""), ("Units sold", count(units), ""),
             ("Revenue", money(rev), ""), ("Average transaction", avg_money(rev, tx), ""),
@@ -239,17 +240,14 @@ def write_report(f, s, store_id, sale):
     basket, ticket = np.sort(sale["units"].to_numpy()), np.sort(sale["revenue"].to_numpy())
     print(f"\nPer transaction         {'p50':>14} {'p90':>14} {'p99':>14} {'max':>14}", file=f)
     for what, values, fmt in (("Units (basket size)", basket, count), ("Revenue", ticket, money)):
-        cells = [fmt(nearest_rank(values, p)) if len(values) else "-" for p in (50, 90, 99, 100)]
+        cells = [fmt(nearest_rank(values, p)) for p in (50, 90, 99, 100)]
         print(f"  {what:<21}" + "".join(f" {c:>14}" for c in cells), file=f)
 
     print(file=f)
     for what, d in (("Best day:", best), ("Worst day:", worst)):
-        if d < 0:
-            print(f"{what:<10} -", file=f)
-        else:
-            t = by_day.loc[d]
-            print(f"{what:<10} {s.dates[d]} {WEEKDAYS[s.weekday[d]]} {money(t.revenue):>14} "
-                  f"in {count(t.tx)} transaction{plural(t.tx)}", file=f)
+        t = by_day.loc[d]
+        print(f"{what:<10} {s.dates[d]} {WEEKDAYS[s.weekday[d]]} {money(t.revenue):>14} "
+              f"in {count(t.tx)} transaction{plural(t.tx)}", file=f)
 
     print(f"\nWeekday profile\n  {'Weekday':<7} {'Days':>5} {'Transactions':>14} {'Units':>12} "
           f"{'Revenue':>18} {'Avg per day':>14} {'Share':>7}", file=f)
@@ -258,7 +256,8 @@ def write_report(f, s, store_id, sale):
         print(f"  {WEEKDAYS[w]:<7} {days[w]:>5} {count(t.tx):>14} {count(t.units):>12} "
               f"{money(t.revenue):>18} {avg_money(t.revenue, days[w]):>14} "
               f"{share(t.revenue, rev):>7}", file=f)
-    return (store_id, rev, units, tx, discount, int(best), int(by_day["revenue"].get(best, 0)))
+    return {"store": store_id, "revenue": rev, "units": units, "transactions": tx,
+            "discount": discount, "best_day": int(best), "best_day_revenue": int(by_day.loc[best, "revenue"])}
 
 
 def run(s, k, name):
@@ -268,30 +267,30 @@ def run(s, k, name):
 # ---- merge and finish (the parent) --------------------------------------------
 
 def merge(s, k, name, result):
-    if result[0] != s.store_ids[k]:
-        raise ValueError(f"task {k} ({name}): a result for store {result[0]}")
+    if result["store"] != s.store_ids[k]:
+        raise ValueError(f"task {k} ({name}): a result for store {result['store']}")
     s.merged.append(result)
 
 
 def finish(s, out):
     """The company summary, formatted as cowrun sales prints it."""
-    rev = sum(r[1] for r in s.merged)
-    tx = sum(r[3] for r in s.merged)
-    n = len(s.merged)
+    total = {key: sum(r[key] for r in s.merged) for key in ("revenue", "units", "transactions", "discount")}
+    rev, n = total["revenue"], len(s.merged)
     print("Sales summary", file=out)
     for what, value in (("Source", s.source),
                         ("Period", f"{s.dates[0]} to {s.dates[-1]} ({s.ndays} day{plural(s.ndays)})"),
                         ("Stores reported", f"{n} of {len(s.store_ids)}")):
         print(f"  {what:<24} {value}", file=out)
-    for what, value in (("Transactions", count(tx)), ("Units sold", count(sum(r[2] for r in s.merged))),
+    # The company totals a test compares with cowrun sales: these lines.
+    for what, value in (("Transactions", count(total["transactions"])), ("Units sold", count(total["units"])),
                         ("Revenue", money(rev)), ("Average per store", avg_money(rev, n)),
-                        ("Average transaction", avg_money(rev, tx)),
-                        ("Discount given", money(sum(r[4] for r in s.merged)))):
+                        ("Average transaction", avg_money(rev, total["transactions"])),
+                        ("Discount given", money(total["discount"]))):
         print(f"  {what:<24} {value:>18}", file=out)
     # Biggest stores: revenue descending, ties in store order (sorted is stable).
     print(f"\nTop {TOP_STORES} stores by revenue", file=out)
     print(f"  {'Rank':>4} {'Store':>6} {'Revenue':>18} {'Share':>7} {'Transactions':>14}  Best day", file=out)
-    for n, r in enumerate(sorted(s.merged, key=lambda r: -r[1])[:TOP_STORES], 1):
-        best = f"{s.dates[r[5]]} {money(r[6])}" if r[5] >= 0 else "-"
-        print(f"  {n:>4}   {r[0]:04d} {money(r[1]):>18} {share(r[1], rev):>7} {count(r[3]):>14}  {best}",
+    for n, r in enumerate(sorted(s.merged, key=lambda r: -r["revenue"])[:TOP_STORES], 1):
+        print(f"  {n:>4}   {r['store']:04d} {money(r['revenue']):>18} {share(r['revenue'], rev):>7} "
+              f"{count(r['transactions']):>14}  {s.dates[r['best_day']]} {money(r['best_day_revenue'])}",
               file=out)
