@@ -114,7 +114,7 @@ static int own_input_kind(char **argv, int a, const char *const *not_inputs, siz
 	if (value[0] == '\0' || strcmp(argv[a], "--") == 0 ||
 	    own_said_not_input(argv[a], not_inputs, nnot))
 		return 0;
-	snprintf(option, size, "argument %d", a - 1);
+	snprintf(option, size, "argv[%d]", a - 1); /* no space: a field of the identity */
 	if (!look)
 		return 2;
 	struct inputid id;
