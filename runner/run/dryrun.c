@@ -16,6 +16,7 @@
 #include "os/util.h"
 #include "workload/options.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -127,6 +128,21 @@ static void show_resources(const struct run_config *cfg, size_t count, int known
 	printf("\n");
 }
 
+
+/* " (built in)", or " from FILE": --workload's, or the bundled library
+ * the workload's table lives in. */
+static void print_origin(const struct cowrun_workload *w, const char *plugin_path)
+{
+	Dl_info table, here;
+
+	if (plugin_path != NULL)
+		printf(" from %s\n", plugin_path);
+	else if (dladdr(w, &table) != 0 && dladdr((void *)print_origin, &here) != 0 &&
+		 table.dli_fbase != here.dli_fbase && table.dli_fname != NULL)
+		printf(" (bundled) from %s\n", table.dli_fname);
+	else
+		printf(" (built in)\n");
+}
 /* The workload's plan(): 1 with *plan set (the caller tears it down), 0
  * if its tasks are known only after the setup, -1 if it refused the
  * options as its setup would (its message printed).  A plan that returns
@@ -156,8 +172,8 @@ int run_dry(const struct run_config *cfg)
 	task_set_current_workload(w->name);   /* cowrun_error()'s messages */
 	task_set_verbosity(cfg->verbose);
 	printf("cowrun --dry-run: the plan; nothing is set up, run or written\n");
-	printf("workload   %s%s%s\n", w->name, cfg->plugin_path ? " from " : " (built in)",
-	       cfg->plugin_path ? cfg->plugin_path : "");
+	printf("workload   %s", w->name);
+	print_origin(w, cfg->plugin_path);
 	if (options_check(w, cfg->wargc, cfg->wargv) != 0 ||
 	    run_check_side_files(cfg, &files) != 0 ||
 	    ((w->flags & COWRUN_WRITES_REPORTS) && outdir_check_existing(cfg->outdir) != 0) ||

@@ -87,7 +87,7 @@ static void say_failed(const char *fn)
 	int status;
 
 	if (py_system_exit(&status)) {
-		cowrun_error("the script called exit(%d) in %s(): no batch ran", status, fn);
+		cowrun_error("the script exited with status %d in %s() (its --help, or sys.exit()): no batch ran", status, fn);
 		return;
 	}
 	py_describe_error(what, sizeof what, where, sizeof where, cowrun_verbosity() > 0);
