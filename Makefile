@@ -356,9 +356,14 @@ ASAN_LOGS = $(CURDIR)/$(ASAN_DIR)/sanitizer-logs
 # With allocator_may_return_null=1 a huge malloc() returns NULL as glibc's
 # does (the code handles ENOMEM), after this warning, which is no report.
 ASAN_TOO_BIG = WARNING: AddressSanitizer failed to allocate
+# LeakSanitizer's warning when it could not stop a thread at exit (the
+# threads numexpr starts in a python workload's setup): it still checks,
+# and a leak it finds is a report of its own.
+ASAN_NOT_REPORTS = $(ASAN_TOO_BIG)|Running thread [0-9]+ was not suspended. False leaks are possible.
 ASAN_SIGNALS = handle_segv=0:handle_sigbus=0:handle_sigfpe=0:handle_sigill=0:handle_abort=0
 ASAN_ENV = ASAN_OPTIONS=$(ASAN_SIGNALS):detect_leaks=1:allocator_may_return_null=1:log_path=$(ASAN_LOGS)/asan \
-	UBSAN_OPTIONS=$(ASAN_SIGNALS):print_stacktrace=1:log_path=$(ASAN_LOGS)/ubsan
+	UBSAN_OPTIONS=$(ASAN_SIGNALS):print_stacktrace=1:log_path=$(ASAN_LOGS)/ubsan \
+	LSAN_OPTIONS=suppressions=$(CURDIR)/tests/sanitizers/lsan.supp:print_suppressions=0
 
 # copy_tree DIR: the working tree's files (tracked and untracked, not
 # ignored) into DIR, keeping DIR's build/ and bin/ so a rerun rebuilds only
@@ -379,7 +384,7 @@ check-asan: deps
 	echo "check-asan: $$(( $$(date +%s) - start )) s of tests"; \
 	big=$$(cat $(ASAN_LOGS)/* 2>/dev/null | grep -c "$(ASAN_TOO_BIG)"); \
 	[ "$$big" -eq 0 ] || echo "check-asan: $$big allocations refused as too large (ENOMEM, as with glibc)"; \
-	reports=$$(grep -lv "$(ASAN_TOO_BIG)" $(ASAN_LOGS)/* 2>/dev/null); \
+	reports=$$(grep -Elv "$(ASAN_NOT_REPORTS)" $(ASAN_LOGS)/* 2>/dev/null); \
 	if [ -n "$$reports" ]; then \
 		cat $$reports; echo "check-asan: sanitizer reports in $(ASAN_LOGS)"; exit 1; fi; \
 	exit $$rc
