@@ -25,6 +25,9 @@ includedir ?= $(prefix)/include
 datarootdir ?= $(prefix)/share
 mandir ?= $(datarootdir)/man
 workloaddir = $(libdir)/cowrun/workloads
+# cowrun python's contract and its example, for writing a script
+pythondocdir = $(datarootdir)/cowrun/python
+PYTHON_DOCS = workloads/python/contract.py workloads/python/examples/sales_report.py
 # The example systemd units (systemd/): cowrun serve on a socket systemd
 # opens, and a nightly batch on a timer.  $(prefix)/lib/systemd/system is
 # where systemd looks for /usr and /usr/local; set unitdir for another.
@@ -237,6 +240,7 @@ DEMO_PRINTER = --jobs 1,2,4,8,16,32 --reps 3 --modes fork --workload printer \
 demo: deps all
 	bin/cowrun --verbose sales
 	@echo "reports: $$(ls out | wc -l) files in out/ (e.g. out/$$(ls out | head -1))"
+	@$(MAKE) --no-print-directory demo-python
 	compare/compare $(DEMO_SALES)
 	compare/compare $(DEMO_PRINTER)
 	plots/plot results/demo-sales.csv results/demo-sales-timeline.csv results/demo-printer.csv
@@ -246,6 +250,24 @@ demo: deps all
 	echo "  plots/out/demo-printer-speedup.png (I/O-bound: a fitted advice above the cores)"; \
 	echo "  the advice in full: results/demo-sales-advice.txt, results/demo-printer-advice.txt"; \
 	echo "  and the runs themselves: results/demo-sales.csv, results/demo-printer.csv"
+
+# The same nightly report written in pandas (cowrun python), on a CSV of
+# the sales format, beside the C workload on that file: the same summary
+# and reports, byte for byte.
+DEMO_PYTHON_CSV = results/demo-python-sales.csv
+.PHONY: demo-python
+demo-python: all
+	@[ -e build/workloads/python.so ] || { echo "demo: no python.so (python3-dev): make deps, then make"; exit 1; }
+	@mkdir -p results
+	tests/helpers/make-sales-csv 200000 24 > $(DEMO_PYTHON_CSV).tmp && mv $(DEMO_PYTHON_CSV).tmp $(DEMO_PYTHON_CSV)
+	bin/cowrun -v -j 2 -o out-python python workloads/python/examples/sales_report.py \
+		--input $(DEMO_PYTHON_CSV) > results/demo-python-summary.txt
+	bin/cowrun -j 2 -o out-python-c sales --input $(DEMO_PYTHON_CSV) > results/demo-python-c-summary.txt
+	cmp results/demo-python-summary.txt results/demo-python-c-summary.txt
+	diff -r -x '.cowrun-manifest.*' out-python out-python-c
+	@echo "python: the pandas report (workloads/python/examples/sales_report.py) printed" \
+		"results/demo-python-summary.txt and wrote $$(ls out-python | wc -l) reports in out-python/:" \
+		"the same bytes as cowrun sales --input on that CSV"
 
 # Every mode on every built-in workload, 3 repetitions at -j 1,2,4: about
 # 50 minutes on 2 cores (parallel-task redoes sales' setup for each of 64 stores).
@@ -289,6 +311,8 @@ install: all build/cowrun.1
 	install -m 755 cluster/cowrun-cluster $(DESTDIR)$(bindir)/cowrun-cluster
 	install -m 755 cluster/cowrun-cluster-slurm $(DESTDIR)$(bindir)/cowrun-cluster-slurm
 	for f in $(BUNDLED); do [ ! -e $$f ] || install -m 644 $$f $(DESTDIR)$(workloaddir) || exit 1; done
+	install -d $(DESTDIR)$(pythondocdir)
+	install -m 644 $(PYTHON_DOCS) $(DESTDIR)$(pythondocdir)
 	install -m 644 include/cowrun.h $(DESTDIR)$(includedir)/cowrun.h
 	sed -e 's|@prefix@|$(prefix)|' -e 's|@includedir@|$(includedir)|' \
 		-e "s|@VERSION@|$$(bin/cowrun --version | cut -d' ' -f2)|" \
@@ -306,7 +330,9 @@ uninstall:
 		$(DESTDIR)$(includedir)/cowrun.h $(DESTDIR)$(libdir)/pkgconfig/cowrun.pc \
 		$(DESTDIR)$(mandir)/man1/cowrun.1 $(addprefix $(DESTDIR)$(workloaddir)/,$(notdir $(BUNDLED)))
 	rm -f $(addprefix $(DESTDIR)$(unitdir)/,$(notdir $(UNITS)))
-	-rmdir $(DESTDIR)$(workloaddir) $(DESTDIR)$(libdir)/cowrun 2>/dev/null
+	rm -f $(addprefix $(DESTDIR)$(pythondocdir)/,$(notdir $(PYTHON_DOCS)))
+	-rmdir $(DESTDIR)$(workloaddir) $(DESTDIR)$(libdir)/cowrun $(DESTDIR)$(pythondocdir) \
+		$(DESTDIR)$(datarootdir)/cowrun 2>/dev/null
 
 # mutants: plant each bug of tests/mutants/list in a scratch copy
 # (build-mutants/), run the tests that defend against it, list survivors.
