@@ -249,8 +249,9 @@ static int init_interpreter(const char *script, int argc, char **argv)
  * `python3 script.py` puts it: the script imports its neighbours). */
 static int prepare_namespace(const char *script)
 {
-	PyObject *main_dict = PyDict_New(), *code = NULL, *pickle = NULL, *path = NULL;
+	PyObject *main_dict = PyDict_New(), *code = NULL, *pickle = NULL, *path = NULL, *first;
 	char dir[PATH_MAX];
+	int inserted;
 
 	if (main_dict == NULL)
 		return -1;
@@ -265,8 +266,10 @@ static int prepare_namespace(const char *script)
 	snprintf(dir, sizeof dir, "%s", script);
 	*strrchr(dir, '/') = '\0';
 	path = PySys_GetObject("path"); /* borrowed */
-	if (pickle_dumps == NULL || pickle_loads == NULL || path == NULL ||
-	    PyList_Insert(path, 0, PyUnicode_DecodeFSDefault(dir[0] ? dir : "/")) != 0)
+	first = PyUnicode_DecodeFSDefault(dir[0] ? dir : "/");
+	inserted = path != NULL && first != NULL && PyList_Insert(path, 0, first) == 0;
+	Py_XDECREF(first);
+	if (pickle_dumps == NULL || pickle_loads == NULL || !inserted)
 		goto fail;
 	Py_DECREF(code);
 	Py_DECREF(pickle);
