@@ -214,6 +214,25 @@ static PyObject *call(struct pyjob *job, const char *fn, PyObject *args, int opt
 	return r;
 }
 
+/* After setup() or merge_setup() (job->state NULL if it failed): the
+ * job with its task names, or NULL.  Frees a's argv either way. */
+static struct pyjob *job_with_tasks(struct pyjob *job, struct script_args *a)
+{
+	int absent = 0, rc = -1;
+
+	free(a->argv);
+	a->argv = NULL;
+	if (job->state != NULL) {
+		PyObject *names = call(job, "tasks", Py_BuildValue("(O)", job->state), 0, &absent);
+		rc = names ? take_names(job, names, "tasks") : -1;
+		Py_XDECREF(names);
+	}
+	if (rc == 0)
+		return job;
+	job_free(job);
+	return NULL;
+}
+
 static void *py_setup(int argc, char **argv)
 {
 	struct script_args a = { 0 };
@@ -229,15 +248,7 @@ static void *py_setup(int argc, char **argv)
 	py_set_phase(PY_PHASE_SETUP);
 	job->state = call(job, "setup", Py_BuildValue("(N)", args_list(&a)), 0, &absent);
 	py_set_phase(PY_PHASE_OTHER);
-	if (job->state == NULL)
-		goto fail;
-	PyObject *names = call(job, "tasks", Py_BuildValue("(O)", job->state), 0, &absent);
-	int rc = names ? take_names(job, names, "tasks") : -1;
-	Py_XDECREF(names);
-	if (rc != 0)
-		goto fail;
-	free(a.argv);
-	return job;
+	return job_with_tasks(job, &a);
 fail:
 	free(a.argv);
 	job_free(job);
@@ -409,15 +420,7 @@ static void *py_merge_setup(int argc, char **argv, const void *context, size_t l
 		goto fail;
 	PyObject *args = Py_BuildValue("(Ny#)", args_list(&a), (const char *)context, (Py_ssize_t)len);
 	job->state = call(job, "merge_setup", args, 0, &absent);
-	if (job->state == NULL)
-		goto fail;
-	PyObject *names = call(job, "tasks", Py_BuildValue("(O)", job->state), 0, &absent);
-	int rc = names ? take_names(job, names, "tasks") : -1;
-	Py_XDECREF(names);
-	if (rc != 0)
-		goto fail;
-	free(a.argv);
-	return job;
+	return job_with_tasks(job, &a);
 fail:
 	free(a.argv);
 	job_free(job);
