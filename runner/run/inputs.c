@@ -40,9 +40,9 @@ static struct {
 	struct input *in;
 	size_t n, cap;
 	char from[4096];         /* the results file a merge took them from */
-	char declared[DECLARED_MAX][4096]; /* cowrun_input()'s paths */
+	char *declared[DECLARED_MAX]; /* cowrun_input()'s paths, malloc'd */
 	size_t ndeclared;
-	int settling, settled;   /* inputs_settle() began, ended: no more declared */
+	int settled;             /* inputs_settle() began: no more are declared */
 } run;
 
 static int kind_of(const struct cowrun_option *o)
@@ -302,17 +302,17 @@ static int settle_one(struct input *in, int *hashed_here)
 
 /* ---- inputs the setup declares (cowrun_input) ---- */
 
-/* A declared input, its path copied into run.declared; or NULL. */
+/* A declared input, its path copied into run.declared; or NULL (too
+ * many, or out of memory). */
 static struct input *add_declared(const char *path)
 {
 	for (size_t k = 0; k < run.n; k++)
 		if (run.in[k].first < 0 && strcmp(run.in[k].given, path) == 0)
 			return &run.in[k];
-	if (run.ndeclared >= DECLARED_MAX || strlen(path) >= sizeof run.declared[0] ||
-	    run.n >= run.cap)
+	char *copy = run.ndeclared < DECLARED_MAX && run.n < run.cap ? strdup(path) : NULL;
+	if (copy == NULL)
 		return NULL;
-	char *copy = run.declared[run.ndeclared++];
-	strcpy(copy, path);
+	run.declared[run.ndeclared++] = copy;
 	struct input *in = &run.in[run.n++];
 	*in = (struct input){ .first = -1, .given = copy };
 	snprintf(in->option, sizeof in->option, DECLARED_LABEL);
@@ -321,7 +321,7 @@ static struct input *add_declared(const char *path)
 
 int cowrun_input(const char *path)
 {
-	if (run.in == NULL || run.settling || run.settled) {
+	if (run.in == NULL || run.settled) {
 		warnx_("%s: cowrun_input('%s') outside setup(): ignored", run.w ? run.w->name : "?",
 		       path ? path : "(null)");
 		return -1;
@@ -332,7 +332,7 @@ int cowrun_input(const char *path)
 	}
 	struct input *in = add_declared(path);
 	if (in == NULL) {
-		warnx_("%s: cowrun_input('%s'): more than %d inputs declared, or a path too long",
+		warnx_("%s: cowrun_input('%s'): more than %d inputs declared, or out of memory",
 		       run.w->name, path, DECLARED_MAX);
 		return -1;
 	}
@@ -346,7 +346,7 @@ int inputs_settle(const char *workload, int verbose)
 	uint64_t t0 = now_ns(), bytes = 0, hashed_bytes = 0;
 	size_t from_setup = 0, hashed = 0;
 
-	run.settling = 1;
+	run.settled = 1;
 	for (size_t k = 0; k < run.n; k++) {
 		int here;
 		if (settle_one(&run.in[k], &here) != 0)
@@ -356,7 +356,6 @@ int inputs_settle(const char *workload, int verbose)
 		hashed_bytes += here ? run.in[k].id.size : 0;
 		from_setup += !here && run.in[k].id.hashed;
 	}
-	run.settled = 1;
 	if (verbose && run.n > 0) {
 		char b[32], h[32];
 		warnx_("%s: %zu input%s, %s bytes: %zu hashed by the setup's own read, %zu (%s bytes) "
@@ -417,6 +416,8 @@ int inputs_take_from(const char *path)
 
 void inputs_free(void)
 {
+	for (size_t k = 0; k < run.ndeclared; k++)
+		free(run.declared[k]);
 	free(run.in);
 	memset(&run, 0, sizeof run);
 }
