@@ -1,0 +1,88 @@
+/*
+ * command.h - a command a report goes through (--report-filter) or to
+ * (--report-to), or that a workload starts (cowrun_command()): parsed
+ * once, run once per report with its replacement strings filled in.
+ *
+ * The text is GNU Parallel's: {} the report's name, {#} the task's number
+ * counted from 1, {%} the worker's slot, 1 to -j.  A text without shell
+ * syntax is split into words at blanks and run directly (each word one
+ * argument, whatever a value holds); one with shell syntax runs under
+ * /bin/sh -c, each value substituted shell-quoted.
+ *
+ * Spawned with posix_spawnp(), never fork(): the cost does not grow with
+ * the caller's page tables (a worker holding a 1 GiB setup).  The child
+ * gets every signal at its default action and an empty mask, whatever the
+ * caller ignores or blocks (workers ignore SIGINT, SIGXFSZ, SIGPIPE), and
+ * no descriptor but 0, 1 and 2.  It stays in the caller's process group,
+ * so a signal to a worker's group reaches what it spawned.  Its standard
+ * error goes to an unnamed temporary file, not a pipe, so no write of the
+ * caller's can deadlock against it; the last line names a failure.
+ */
+#ifndef COWRUN_COMMAND_H
+#define COWRUN_COMMAND_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+struct command;
+
+/* The values of the replacement strings for one run. */
+struct command_values {
+	const char *name;            /* {}: the report's file name */
+	unsigned long long number;   /* {#}: the task's number, from 1 */
+	unsigned long slot;          /* {%}: the worker's slot, from 1 */
+};
+
+/* One started command. */
+struct command_run {
+	pid_t pid;
+	int stderr_fd;               /* the unnamed file its stderr goes to */
+	char label[96];              /* how messages name it: its first word,
+				      * or "sh -c" and the start of the text */
+};
+
+/*
+ * Parse `text` (for messages, `option` names where it came from, e.g.
+ * "--report-filter").  Returns the command, or NULL with a one-line
+ * reason in `why` (empty text, only blanks, a '{' that starts no
+ * replacement string is fine: it is literal; out of memory).
+ */
+struct command *command_parse(const char *option, const char *text, char *why, size_t size);
+void command_free(struct command *c);
+
+/* 1 if it runs under /bin/sh -c, 0 if directly (for -v). */
+int command_uses_shell(const struct command *c);
+/* Its text as given. */
+const char *command_text(const struct command *c);
+
+/*
+ * Start it with standard input `in_fd` and standard output `out_fd`
+ * (either -1: the caller's own 0 or 1), its stderr into a new unnamed
+ * temporary file.  Returns 0 with *run filled in, or -1 with a one-line
+ * reason in `why` that names the command ("cannot run 'lpx': No such file
+ * or directory").
+ */
+int command_start(const struct command *c, const struct command_values *v, int in_fd,
+		  int out_fd, struct command_run *run, char *why, size_t size);
+
+/*
+ * Wait for it (EINTR retried) and close its stderr file.  Returns 0 when
+ * it exited 0; else -1 with `why`: "'gzip' exited with status 1: gzip:
+ * stdin: not in gzip format" or "'cat' was killed by signal 9 (Killed)",
+ * the last non-empty line of its stderr after the colon when there is
+ * one (control characters shown as '?', at most 200 bytes).  On success
+ * whatever it wrote to stderr is copied to the caller's stderr in one
+ * write, so a filter's warnings are not lost.
+ */
+int command_finish(struct command_run *run, char *why, size_t size);
+
+/* Kill it (SIGKILL), wait for it and close its stderr file: for a caller
+ * that gives up before it would finish (run() failed). */
+void command_abandon(struct command_run *run);
+
+/* The replacement strings filled in, as the command would see them, for
+ * -v and the dry run: the argument words joined by spaces, or the shell
+ * text.  Returns a malloc'd string, or NULL. */
+char *command_expand(const struct command *c, const struct command_values *v);
+
+#endif
