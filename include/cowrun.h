@@ -38,8 +38,9 @@
  * ABI 3 added the option types COWRUN_OPT_INPUT, COWRUN_OPT_TUNING and
  * COWRUN_OPT_NOT_INPUT, cowrun_input_hash(), and the member plan.
  * ABI 4 added the flags COWRUN_OWN_ARGV and COWRUN_NO_THREADS,
- * cowrun_input() and cowrun_verbosity(); the struct is ABI 3's, so ABI 3
- * plugins load as they are.  Results and journals record the workload's
+ * cowrun_input() and cowrun_verbosity(), and from cowrun 0.5.1 on
+ * cowrun_command() (the round's one bump, shared); the struct is ABI 3's,
+ * so ABI 3 plugins load as they are.  Results and journals record the workload's
  * ABI: a resume or merge across it is refused, naming both. */
 #define COWRUN_ABI_VERSION 4
 
@@ -252,6 +253,32 @@ void cowrun_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * return -1.  Only for workloads flagged COWRUN_WRITES_REPORTS.
  */
 FILE *cowrun_report(struct cowrun_task *task);
+
+/*
+ * Start command `cmd` for this task and return a stream to its standard
+ * input (ABI 4): what a workload uses instead of popen(), with the rules
+ * of --report-filter and --report-to.  `cmd` takes their replacement
+ * strings ({} the report's file name, {#} the task's number from 1, {%}
+ * the worker's slot from 1) and runs directly, or under /bin/sh -c when it
+ * has shell syntax, values shell-quoted.  It is spawned, never forked
+ * (its cost does not grow with the setup), with default signals, and dies
+ * with the task (--timeout, --halt now).
+ *
+ *   COWRUN_TO_REPORT  its standard output is this task's report, kept as
+ *                     cowrun_report()'s is (then write only to the stream)
+ *   COWRUN_TO_STDERR  its standard output goes to standard error (a
+ *                     printer, a mailer: it sees the text as it is
+ *                     written; --report-to sends only whole reports)
+ *
+ * When run() returns 0 the runner closes the stream and waits: the task
+ * fails if the command exits non-zero or is killed, naming it and the
+ * last line of its stderr.  When run() fails the command is killed.  One
+ * command per task; do not fclose the stream.  Returns NULL (after
+ * cowrun_task_error) if it cannot start; run() should then return -1.
+ */
+#define COWRUN_TO_REPORT 0
+#define COWRUN_TO_STDERR 1
+FILE *cowrun_command(struct cowrun_task *task, const char *cmd, int how);
 
 /*
  * Append `len` bytes to this task's result record, the bytes the parent's

@@ -55,6 +55,15 @@ static void usage(FILE *out)
 "                      output it writes): not taken for one; repeatable\n"
 "      --clean         remove the stale reports in the output directory: those\n"
 "                      an earlier run's manifest names that no task writes now\n"
+"      --report-filter CMD  pass each report through CMD (its stdin the report,\n"
+"                      its stdout the report file); the task fails if CMD does\n"
+"      --report-to CMD give each finished report to CMD (a printer, a mailer)\n"
+"                      and keep no file; the task succeeds only if CMD does;\n"
+"                      with --retries or --resume, at least once\n"
+"      --report-suffix SUF  append SUF to every report's file name (.gz)\n"
+"                      In CMD: {} the report's name, {#} the task's number from\n"
+"                      1, {%%} the worker's slot, 1 to -j.  Shell syntax runs\n"
+"                      it under sh -c, values quoted; else it runs directly\n"
 "      --retries N     give a failed task N more attempts, each on a fresh fork\n"
 "      --halt WHEN     stop early: never (default), now,fail=N, soon,fail=N,\n"
 "                      now,fail=P%%, soon,success=N (now kills running tasks,\n"
@@ -154,6 +163,9 @@ static int parse_cli(int argc, char **argv, struct run_config *cfg)
 		{ "workload", required_argument, NULL, 'W' },
 		{ "not-input", required_argument, NULL, 'I' },
 		{ "clean", no_argument, NULL, 'C' },
+		{ "report-filter", required_argument, NULL, 'e' },
+		{ "report-to", required_argument, NULL, 'd' },
+		{ "report-suffix", required_argument, NULL, 'x' },
 		{ "list", no_argument, NULL, 'l' },
 		{ "check-args", no_argument, NULL, 'A' },
 		{ "dry-run", no_argument, NULL, 'Q' },

@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -185,6 +186,15 @@ static pid_t start_worker(struct pool *p, size_t i, const int fds[2], uint64_t *
 			p->stats->fork_ns_max = *took;
 	}
 	return pid;
+}
+
+/* A signal for worker `pid` goes to its process group (it leads one):
+ * the commands its task spawned die with it.  A worker that has not yet
+ * made its group gets it alone. */
+static void signal_worker(pid_t pid, int sig)
+{
+	if (kill(-pid, sig) != 0 && errno == ESRCH)
+		kill(pid, sig);
 }
 
 /* Start the worker for table slot i.  Returns 0 or -1 with errno. */
@@ -427,6 +437,26 @@ void pool_reap_later(void)
 	leaving.n = leaving.cap = 0;
 }
 
+/* Reap worker `pid` and what it left in its process group: once it has
+ * ended (not yet reaped, so its group's id cannot be taken), SIGKILL the
+ * group, so no command a task spawned outlives the worker; then reap the
+ * worker, and the group's members that became ours (the pool is a
+ * subreaper).  A replacement in the slot starts only after this: its
+ * {%} never overlaps the previous command.  Returns what reap_child()
+ * does. */
+static pid_t reap_worker_group(pid_t pid, int *status)
+{
+	siginfo_t info;
+
+	while (waitid(P_PID, (id_t)pid, &info, WEXITED | WNOWAIT) != 0 && errno == EINTR)
+		;
+	kill(-pid, SIGKILL);
+	pid_t got = reap_child(pid, status);
+	while (waitpid(-pid, NULL, 0) > 0 || errno == EINTR)
+		;
+	return got;
+}
+
 static void reap_worker(struct pool *p, size_t i)
 {
 	struct worker_slot *s = &p->slots[i];
@@ -437,7 +467,7 @@ static void reap_worker(struct pool *p, size_t i)
 		       (long)s->pid, wire_reader_pending(&s->reader));
 	close(s->fd);
 	s->fd = -1;
-	if (reap_child(s->pid, &status) < 0) {
+	if (reap_worker_group(s->pid, &status) < 0) {
 		/* Not our child any more: nothing to reap. */
 		warnx_("waitpid(%ld): %s", (long)s->pid, strerror(errno));
 		status = 0;
@@ -551,7 +581,7 @@ static int service_worker(struct pool *p, size_t i)
 	if (rc != 0) {
 		warnx_("worker %ld sent a corrupt result stream: stopping it", (long)s->pid);
 		s->corrupt = 1;
-		kill(s->pid, SIGKILL);
+		signal_worker(s->pid, SIGKILL);
 	} else if (s->said_goodbye && p->reap_later && wire_reader_pending(&s->reader) == 0 &&
 		   tasks_unclaimed(p) == 0) {
 		/* (With work left, a replacement would be forked beside a
@@ -568,7 +598,7 @@ static void terminate_worker(struct worker_slot *s, uint64_t now)
 {
 	if (s->kill_at_ns != 0)
 		return;
-	kill(s->pid, SIGTERM);
+	signal_worker(s->pid, SIGTERM);
 	s->kill_at_ns = now + KILL_GRACE_NS;
 }
 
@@ -583,7 +613,7 @@ static int enforce_deadlines(struct pool *p)
 		if (s->state != SLOT_BUSY)
 			continue;
 		if (s->kill_at_ns && now >= s->kill_at_ns) {
-			kill(s->pid, SIGKILL);
+			signal_worker(s->pid, SIGKILL);
 			s->kill_at_ns = UINT64_MAX; /* sent; no more deadlines */
 		} else if (s->kill_at_ns && s->kill_at_ns < next) {
 			next = s->kill_at_ns;
@@ -677,7 +707,7 @@ static void watch_memory(struct pool *p)
 	p->slots[young].memfree_killed = 1;
 	p->slots[young].kill_at_ns = UINT64_MAX;   /* no other deadline applies */
 	p->memfree_killing = 1;
-	kill(p->slots[young].pid, SIGKILL);
+	signal_worker(p->slots[young].pid, SIGKILL);
 }
 
 /* ---- the loop ---- */
@@ -745,9 +775,9 @@ static void kill_all(struct pool *p)
 		struct worker_slot *s = &p->slots[i];
 		if (s->state != SLOT_BUSY)
 			continue;
-		kill(s->pid, SIGKILL);
+		signal_worker(s->pid, SIGKILL);
 		close(s->fd);
-		reap_child(s->pid, NULL);
+		reap_worker_group(s->pid, NULL);
 		s->state = SLOT_DONE;
 	}
 	p->live = 0;
@@ -784,8 +814,12 @@ int pool_run(struct batch *b, size_t workers, const struct pool_options *opt,
 	     struct pool_stats *stats)
 {
 	struct pool p;
-	int rc = -1;
+	int rc = -1, was_subreaper = 0;
 
+	/* What a task spawned and left behind becomes ours when its worker
+	 * ends, to be killed and reaped before the slot is used again. */
+	prctl(PR_GET_CHILD_SUBREAPER, &was_subreaper);
+	prctl(PR_SET_CHILD_SUBREAPER, 1);
 	memset(stats, 0, sizeof *stats);
 	stats->workers = workers;
 	if (pool_init(&p, b, workers, opt, stats) != 0) {
@@ -798,5 +832,6 @@ int pool_run(struct batch *b, size_t workers, const struct pool_options *opt,
 	if (rc != 0 && p.slots)
 		kill_all(&p);
 	pool_free(&p);
+	prctl(PR_SET_CHILD_SUBREAPER, was_subreaper);
 	return rc;
 }

@@ -8,6 +8,10 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <time.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -110,7 +114,8 @@ FILE *cowrun_report(struct cowrun_task *task)
 	}
 	task_report_paths(task->temp_path, task->final_path, sizeof task->temp_path,
 			  task->name, (long)getpid());
-	int fd = create_new_at(task->dirfd, task->temp_path, O_WRONLY, 0666);
+	/* Read and write: a report command reads it back from the start. */
+	int fd = create_new_at(task->dirfd, task->temp_path, O_RDWR, 0666);
 	if (fd < 0 || (task->report = fdopen(fd, "w")) == NULL) {
 		cowrun_task_error(task, "cannot create '%s%s%s': %s", in_dir(task), task->temp_path,
 				  strerror(errno));
@@ -121,8 +126,116 @@ FILE *cowrun_report(struct cowrun_task *task)
 	return task->report;
 }
 
-/* Flush, fsync and close the report, then rename it into place.  On any
- * error the temporary file is removed and t->error says why. */
+/* The batch's route for reports (task.h). */
+static struct report_route route = { NULL, NULL, "" };
+
+void task_set_report_route(const struct report_route *r)
+{
+	route = *r;
+	if (route.suffix == NULL)
+		route.suffix = "";
+}
+
+const struct report_route *task_report_route(void)
+{
+	return &route;
+}
+
+int task_report_file(const char *task_name, char *buf, size_t size)
+{
+	int n = snprintf(buf, size, "%s%s", task_name, route.suffix ? route.suffix : "");
+
+	return n < 0 || (size_t)n >= size ? -1 : 0;
+}
+
+void task_report_file_of(const struct cowrun_workload *w, const void *state, size_t k,
+			 char *buf, size_t size)
+{
+	char name[COWRUN_NAME_MAX] = "";
+
+	w->task_name(state, k, name, sizeof name);
+	snprintf(buf, size, "%s%s", name, route.suffix ? route.suffix : "");
+}
+
+/* Run `c` on this task's report: standard input `in` read from its
+ * start, standard output `out` (-1: the task's own, which is standard
+ * error during the task phase).  Returns 0, or -1 with t->error naming
+ * the command and why. */
+static int run_report_command(struct cowrun_task *t, const struct command *c, int in, int out)
+{
+	const struct command_values v = { t->final_path, (unsigned long long)t->index + 1, t->slot };
+	struct command_run run;
+	char why[sizeof t->error];
+
+	if (lseek(in, 0, SEEK_SET) != 0) {
+		cowrun_task_error(t, "cannot read back the report: %s", strerror(errno));
+		return -1;
+	}
+	if (command_start(c, &v, in, out, &run, why, sizeof why) != 0 ||
+	    command_finish(&run, why, sizeof why) != 0) {
+		cowrun_task_error(t, "%s", why);
+		return -1;
+	}
+	return 0;
+}
+
+/* fsync and close `fd`, then rename `temp` to the report's final name.
+ * Returns 0 or an errno value; the descriptor is closed either way. */
+static int keep_as_final(struct cowrun_task *t, int fd, const char *temp)
+{
+	int err = fsync(fd) != 0 ? errno : 0;
+
+	if (close(fd) != 0 && err == 0)
+		err = errno;
+	if (err == 0 && renameat(t->dirfd, temp, t->dirfd, t->final_path) != 0)
+		err = errno;
+	return err;
+}
+
+/* The report is written and flushed (descriptor `fd`, under temp_path):
+ * pass it through the batch's filter, then keep it or hand it to the
+ * sink.  The final name appears only once every command has succeeded.
+ * Returns 0, or -1 with t->error; no temporary file is left either way. */
+static int route_report(struct cowrun_task *t, int fd)
+{
+	char filtered[PATH_MAX];
+	int rc = 0;
+
+	task_filtered_path(filtered, sizeof filtered, t->name, (long)getpid());
+	if (route.filter) {
+		int out = create_new_at(t->dirfd, filtered, O_RDWR, 0666);
+		if (out < 0) {
+			cowrun_task_error(t, "cannot create '%s%s%s': %s", in_dir(t), filtered,
+					  strerror(errno));
+			return -1;
+		}
+		rc = run_report_command(t, route.filter, fd, out);
+		close(fd);
+		unlinkat(t->dirfd, t->temp_path, 0);
+		fd = out;
+		snprintf(t->temp_path, sizeof t->temp_path, "%s", filtered);
+	}
+	if (rc == 0 && route.sink) {
+		/* Delivered, not kept: the file goes once the sink has read it. */
+		rc = run_report_command(t, route.sink, fd, -1);
+	} else if (rc == 0) {
+		int err = keep_as_final(t, fd, t->temp_path);
+		fd = -1;
+		if (err != 0) {
+			cowrun_task_error(t, "cannot write '%s%s%s': %s", in_dir(t), t->final_path,
+					  strerror(err));
+			rc = -1;
+		}
+	}
+	if (fd >= 0)
+		close(fd);
+	unlinkat(t->dirfd, t->temp_path, 0);
+	return rc;
+}
+
+/* Flush the report, then fsync it and rename it into place, or route it
+ * through the batch's commands.  On any error the temporary files are
+ * removed and t->error says why. */
 static int commit_report(struct cowrun_task *t)
 {
 	FILE *f = t->report;
@@ -131,7 +244,18 @@ static int commit_report(struct cowrun_task *t)
 	t->report = NULL;
 	if (fflush(f) != 0 || ferror(f))
 		err = errno ? errno : EIO;
-	else if (fsync(fileno(f)) != 0)
+	if (err == 0 && (route.filter || route.sink)) {
+		/* The commands read the file through its own descriptor. */
+		int fd = fcntl(fileno(f), F_DUPFD_CLOEXEC, 3);
+		fclose(f);
+		if (fd < 0) {
+			cowrun_task_error(t, "cannot read back the report: %s", strerror(errno));
+			unlinkat(t->dirfd, t->temp_path, 0);
+			return -1;
+		}
+		return route_report(t, fd);
+	}
+	if (err == 0 && fsync(fileno(f)) != 0)
 		err = errno;
 	if (fclose(f) != 0 && err == 0)
 		err = errno;
@@ -166,8 +290,14 @@ void task_set_temp_tag(const char *tag)
 
 void task_report_paths(char *temp, char *final, size_t size, const char *name, long pid)
 {
-	snprintf(temp, size, ".%s.%s.%ld.%s.tmp", name, host_tag(), pid, temp_tag);
-	snprintf(final, size, "%s", name);
+	snprintf(temp, size, ".%s%s.%s.%ld.%s.tmp", name, route.suffix, host_tag(), pid, temp_tag);
+	snprintf(final, size, "%s%s", name, route.suffix);
+}
+
+void task_filtered_path(char *buf, size_t size, const char *name, long pid)
+{
+	snprintf(buf, size, ".%s%s.filtered.%s.%ld.%s.tmp", name, route.suffix, host_tag(), pid,
+		 temp_tag);
 }
 
 void task_remove_report(int dirfd, const char *name, long pid)
@@ -175,6 +305,8 @@ void task_remove_report(int dirfd, const char *name, long pid)
 	char temp[PATH_MAX], final[PATH_MAX];
 
 	task_report_paths(temp, final, sizeof temp, name, pid);
+	unlinkat(dirfd, temp, 0);
+	task_filtered_path(temp, sizeof temp, name, pid);
 	unlinkat(dirfd, temp, 0);
 	/* A report left by an earlier run is not this run's: a failed task
 	 * has no report. */
@@ -190,6 +322,115 @@ static void discard_report(struct cowrun_task *t)
 	unlinkat(t->dirfd, t->temp_path, 0);
 }
 
+/* ---- cowrun_command(): a command the workload feeds ---- */
+
+/* SIGPIPE is held blocked on the feeding thread while its command runs:
+ * a command that stops reading early makes the writes fail with EPIPE
+ * (the task fails, naming the command) instead of killing the worker, or
+ * in serial mode the whole run.  A SIGPIPE left pending is taken before
+ * the mask is put back. */
+static void hold_sigpipe(struct cowrun_task *t, int hold)
+{
+	sigset_t pipe_only;
+
+	sigemptyset(&pipe_only);
+	sigaddset(&pipe_only, SIGPIPE);
+	if (hold) {
+		pthread_sigmask(SIG_BLOCK, &pipe_only, &t->mask_before);
+		return;
+	}
+	const struct timespec now = { 0, 0 };
+	while (sigtimedwait(&pipe_only, NULL, &now) == SIGPIPE)
+		;
+	pthread_sigmask(SIG_SETMASK, &t->mask_before, NULL);
+}
+
+FILE *cowrun_command(struct cowrun_task *task, const char *cmd, int how)
+{
+	char why[sizeof task->error];
+	int fds[2] = { -1, -1 }, out = -1;
+
+	task_name_of(task, task->state);
+	if (task->started.pid != 0 || (how != COWRUN_TO_REPORT && how != COWRUN_TO_STDERR)) {
+		cowrun_task_error(task, "cowrun_command(): %s", task->started.pid ? "one command per task"
+				  : "how must be COWRUN_TO_REPORT or COWRUN_TO_STDERR");
+		return NULL;
+	}
+	struct command *c = command_parse("cowrun_command()", cmd ? cmd : "", why, sizeof why);
+	if (c == NULL) {
+		cowrun_task_error(task, "%s", why);
+		return NULL;
+	}
+	if (how == COWRUN_TO_REPORT) {
+		FILE *report = cowrun_report(task);
+		if (report == NULL || fflush(report) != 0)
+			goto fail_quietly;
+		out = fileno(report);
+	} else {
+		task_report_file(task->name, task->final_path, sizeof task->final_path);
+	}
+	const struct command_values v = { task->final_path, (unsigned long long)task->index + 1,
+					  task->slot };
+	if (pipe2(fds, O_CLOEXEC) != 0) {
+		snprintf(why, sizeof why, "cowrun_command(): pipe: %s", strerror(errno));
+		goto fail;
+	}
+	if (command_start(c, &v, fds[0], out, &task->started, why, sizeof why) != 0)
+		goto fail;
+	close(fds[0]);
+	command_free(c);
+	if ((task->feed = fdopen(fds[1], "w")) == NULL) {
+		close(fds[1]);
+		command_abandon(&task->started);
+		task->started.pid = 0;
+		cowrun_task_error(task, "cowrun_command(): %s", strerror(errno));
+		return NULL;
+	}
+	hold_sigpipe(task, 1);
+	return task->feed;
+fail:
+	cowrun_task_error(task, "%s", why);
+fail_quietly:
+	if (fds[0] >= 0) {
+		close(fds[0]);
+		close(fds[1]);
+	}
+	command_free(c);
+	return NULL;
+}
+
+/* run() returned 0: end the command's input, wait for it.  Returns 0, or
+ * -1 with t->error (its input could not be written, or it failed). */
+static int finish_command(struct cowrun_task *t)
+{
+	char why[sizeof t->error];
+
+	if (t->started.pid == 0)
+		return 0;
+	int err = fclose(t->feed) != 0 ? errno : 0;
+	t->feed = NULL;
+	int rc = command_finish(&t->started, why, sizeof why);
+	t->started.pid = 0;
+	hold_sigpipe(t, 0);
+	if (rc != 0)
+		cowrun_task_error(t, "%s", why);
+	else if (err != 0)
+		cowrun_task_error(t, "cannot write to '%s': %s", t->started.label, strerror(err));
+	return rc != 0 || err != 0 ? -1 : 0;
+}
+
+/* run() failed, or the task context goes: the command is killed. */
+static void abandon_command(struct cowrun_task *t)
+{
+	if (t->started.pid == 0)
+		return;
+	fclose(t->feed);
+	t->feed = NULL;
+	command_abandon(&t->started);
+	t->started.pid = 0;
+	hold_sigpipe(t, 0);
+}
+
 void task_init(struct cowrun_task *t, const struct cowrun_workload *w,
 	       const char *outdir, int dirfd)
 {
@@ -197,6 +438,7 @@ void task_init(struct cowrun_task *t, const struct cowrun_workload *w,
 	t->workload = w;
 	t->outdir = outdir;
 	t->dirfd = dirfd;
+	t->slot = 1;
 }
 
 int task_execute(struct cowrun_task *t, const void *state, size_t k)
@@ -211,6 +453,11 @@ int task_execute(struct cowrun_task *t, const void *state, size_t k)
 	if (rc != 0) {
 		if (t->error[0] == '\0')
 			snprintf(t->error, sizeof t->error, "run() returned %d without saying why", rc);
+		abandon_command(t);
+		discard_report(t);
+		goto failed;
+	}
+	if (finish_command(t) != 0) {
 		discard_report(t);
 		goto failed;
 	}
@@ -225,6 +472,7 @@ failed:
 
 void task_free(struct cowrun_task *t)
 {
+	abandon_command(t);
 	discard_report(t);
 	free(t->record);
 	t->record = NULL;

@@ -7,8 +7,10 @@
 #define COWRUN_TASK_H
 
 #include "cowrun.h"
+#include "os/command.h"
 
 #include <limits.h>
+#include <signal.h>
 #include <stddef.h>
 
 struct cowrun_task {
@@ -21,10 +23,38 @@ struct cowrun_task {
 	FILE *report;              /* open temporary report, or NULL */
 	char temp_path[PATH_MAX];
 	char final_path[PATH_MAX];
+	unsigned long slot;        /* {%}: the worker's slot, 1 to -j */
+	struct command_run started; /* cowrun_command()'s, pid 0 when none */
+	FILE *feed;                /* the stream to its standard input */
+	sigset_t mask_before;      /* the thread's mask before SIGPIPE was held */
 	unsigned char *record;     /* result record being built */
 	size_t record_len, record_cap;
 	char error[512];           /* why it failed, when it did */
 };
+
+/*
+ * Where every report of this process's batch goes (--report-filter,
+ * --report-to, --report-suffix), set once before the task phase like the
+ * temporary names' tag: the commands are parsed (command.h) and outlive
+ * the batch; the suffix is appended to every report's file name.
+ */
+struct report_route {
+	const struct command *filter;  /* NULL: the report is kept as written */
+	const struct command *sink;    /* NULL: the report is kept as a file */
+	const char *suffix;            /* "" or NULL: none */
+};
+void task_set_report_route(const struct report_route *route);
+const struct report_route *task_report_route(void);
+
+/* A report's file name in the output directory: the task's name and the
+ * suffix.  Returns 0, or -1 if it does not fit in `size`. */
+int task_report_file(const char *task_name, char *buf, size_t size);
+
+/* Task k's report file name, from its workload and state, into buf
+ * (COWRUN_NAME_MAX + 64 bytes always fit). */
+void task_report_file_of(const struct cowrun_workload *w, const void *state, size_t k,
+			 char *buf, size_t size);
+#define REPORT_FILE_MAX (COWRUN_NAME_MAX + 64)
 
 /* Prepare a task context.  Reports are created, renamed and removed
  * relative to `dirfd`, an open directory the caller keeps open; `outdir`
@@ -53,13 +83,17 @@ void task_set_temp_tag(const char *tag);
 int task_execute(struct cowrun_task *t, const void *state, size_t k);
 
 /* The temporary and final report names of task `name` run by process
- * `pid` on this host, in the output directory: .NAME.HOST.PID.TAG.tmp
- * (host_tag(), task_new_temp_tag()) and NAME.  Both buffers are `size`
- * bytes. */
+ * `pid` on this host, in the output directory: .FILE.HOST.PID.TAG.tmp
+ * (host_tag(), task_new_temp_tag()) and FILE, the report's file name
+ * (task_report_file()).  Both buffers are `size` bytes. */
 void task_report_paths(char *temp, char *final, size_t size, const char *name, long pid);
 
+/* The temporary name a filter's output gets before its rename:
+ * .FILE.filtered.HOST.PID.TAG.tmp. */
+void task_filtered_path(char *buf, size_t size, const char *name, long pid);
+
 /* Remove what a failed task leaves in the directory `dirfd`: its temporary
- * file, and a report under its final name from an earlier run. */
+ * files, and a report under its final name from an earlier run. */
 void task_remove_report(int dirfd, const char *name, long pid);
 
 void task_free(struct cowrun_task *t);

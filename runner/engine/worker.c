@@ -206,6 +206,7 @@ void worker_main(struct pool *p, size_t slot, int fd)
 		_exit(WORKER_EXIT_NOMEM);
 	task_init(&task, p->batch->workload, batch_outdir_label(p->batch),
 		  batch_outdir_fd(p->batch));
+	task.slot = slot + 1;   /* {%}: a replacement takes its predecessor's */
 	for (;;) {
 		/* Flush before claiming: unsent results stay in one chunk. */
 		if (wire_flush(&out) != 0)

@@ -3,6 +3,7 @@
  * as a whole (run_config_check); config.h says what each key means.
  */
 #include "config.h"
+#include "os/command.h"
 #include "os/util.h"
 
 #include <stdlib.h>
@@ -32,10 +33,11 @@ static int parse_mode(const char *text, enum mode *mode)
  * be silently dropped, so it is an error.  Returns 0 or EXIT_USAGE. */
 static int refuse_repeat(int key, struct run_config *cfg)
 {
-	static const char once[] = "TSRLJPWX";
+	static const char once[] = "TSRLJPWXedx";
 	static const char *const names[] = { "--tasks", "--shard", "--save-results",
 					     "--timeline", "--joblog", "--stats", "--workload",
-					     "--metrics" };
+					     "--metrics", "--report-filter", "--report-to",
+					     "--report-suffix" };
 	const char *at = strchr(once, key);
 
 	if (key == 0 || at == NULL)
@@ -66,6 +68,22 @@ static int parse_size(const char *text, size_t *bytes)
 	if (v * mult > 9e18)
 		return -1;
 	*bytes = (size_t)(v * mult);
+	return 0;
+}
+
+/* --report-filter, --report-to: parsed now, so a bad one is refused
+ * before any setup (the batch parses its own copy). */
+static int set_report_command(const char **slot, const char *option, const char *arg)
+{
+	char why[256];
+	struct command *c = command_parse(option, arg, why, sizeof why);
+
+	if (c == NULL) {
+		warnx_("%s", why);
+		return EXIT_USAGE;
+	}
+	command_free(c);
+	*slot = arg;
 	return 0;
 }
 
@@ -133,6 +151,18 @@ int run_config_set(struct run_config *cfg, int key, const char *arg)
 		}
 		warnx_("--merge: more than %d files", MAX_MERGE_FILES);
 		return EXIT_USAGE;
+	case 'e':
+	case 'd':
+		return set_report_command(key == 'e' ? &cfg->report_filter : &cfg->report_to,
+					  key == 'e' ? "--report-filter" : "--report-to", arg);
+	case 'x':
+		if (arg[0] != '\0' && strchr(arg, '/') == NULL && strlen(arg) < 64) {
+			cfg->report_suffix = arg;
+			return 0;
+		}
+		warnx_("--report-suffix: bad value '%s': a suffix of a file name, 1-63 bytes, no '/'",
+		       arg);
+		return EXIT_USAGE;
 	case 'I':
 		if (cfg->nnot_inputs < MAX_NOT_INPUTS && arg[0] != '\0') {
 			cfg->not_inputs[cfg->nnot_inputs++] = arg;
@@ -180,6 +210,12 @@ int run_config_check(const struct run_config *cfg)
 	}
 	if (cfg->timeout_s > 0 && cfg->mode != MODE_FORK) {
 		warnx_("--timeout needs --mode fork: only a worker process can be stopped");
+		return EXIT_USAGE;
+	}
+	if ((cfg->report_filter || cfg->report_to || cfg->report_suffix) &&
+	    !(cfg->workload->flags & COWRUN_WRITES_REPORTS)) {
+		warnx_("%s writes no reports: --report-filter, --report-to and --report-suffix "
+		       "have nothing to act on", cfg->workload->name);
 		return EXIT_USAGE;
 	}
 	if (cfg->mode == MODE_OMP && cfg->workload->abi_version >= 4 &&

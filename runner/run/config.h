@@ -15,7 +15,7 @@
 
 #include <stddef.h>
 
-#define COWRUN_VERSION "0.5.0"
+#define COWRUN_VERSION "0.5.1"
 #define MAX_MERGE_FILES 4096
 #define MAX_NOT_INPUTS 64
 
@@ -58,6 +58,9 @@ struct run_config {
 	const char *not_inputs[MAX_NOT_INPUTS]; /* --not-input OPTION, repeatable */
 	size_t nnot_inputs;
 	int clean;                /* --clean: remove stale reports */
+	const char *report_filter; /* --report-filter CMD: each report through it */
+	const char *report_to;    /* --report-to CMD: each report to it, not kept */
+	const char *report_suffix; /* --report-suffix SUF: appended to report names */
 	int reap_later;           /* a served batch: the workers' exits are
 				   * reaped after the reply (pool_reap_later()) */
 	unsigned seen;            /* options that may be given once */
@@ -75,7 +78,8 @@ void run_config_init(struct run_config *cfg);
  * 'T' --tasks, 'S' --shard, 'R' --save-results, 'M' --merge, 'L'
  * --timeline, 'J' --joblog, 'y' --retries, 'H' --halt, 't' --timeout, 'B'
  * --bar, 'P' --stats, 'X' --metrics, 'K' --memfree, 'W' --workload, 'I'
- * --not-input), checking the value.  An option
+ * --not-input, 'e' --report-filter, 'd' --report-to, 'x'
+ * --report-suffix), checking the value.  An option
  * that names a file or a selection may be given once.  Returns 0, or
  * EXIT_USAGE after a one-line message naming the option.  The config
  * keeps pointers to `arg`, which the caller keeps alive.

@@ -12,6 +12,7 @@
 #include "outdir.h"
 #include "resume.h"
 #include "engine/task.h"
+#include "os/command.h"
 #include "os/memavail.h"
 #include "os/util.h"
 #include "workload/options.h"
@@ -69,6 +70,26 @@ static size_t show_tasks(const struct run_config *cfg, const void *plan, size_t 
 	return count;
 }
 
+/* The commands each report goes through or to, as they would run for
+ * the first task ({} {#} {%} filled in for task 0 on slot 1). */
+static void show_commands(void)
+{
+	const struct report_route *r = task_report_route();
+	const struct command *cmds[2] = { r->filter, r->sink };
+	static const char *const labels[2] = { "filter", "report-to" };
+	const struct command_values first = { "NAME", 1, 1 };
+
+	for (int i = 0; i < 2; i++) {
+		if (cmds[i] == NULL)
+			continue;
+		char *shown = command_expand(cmds[i], &first);
+		printf("%-10s %s  (%s; for the first report, NAME its file)\n", labels[i],
+		       shown ? shown : command_text(cmds[i]),
+		       command_uses_shell(cmds[i]) ? "under /bin/sh -c" : "run directly");
+		free(shown);
+	}
+}
+
 /* Every file the run would write, and how. */
 static void show_files(const struct run_config *cfg, const void *plan, const size_t *selected,
 		       size_t count)
@@ -81,14 +102,19 @@ static void show_files(const struct run_config *cfg, const void *plan, const siz
 		char name[COWRUN_NAME_MAX];
 		printf("  %-8s %s  (the output directory)\n",
 		       access(cfg->outdir, F_OK) == 0 ? "use" : "create", cfg->outdir);
-		for (size_t i = 0; i < count; i++) {
-			w->task_name(plan, selected ? selected[i] : i, name, sizeof name);
-			snprintf(path, sizeof path, "%s/%s", cfg->outdir, name);
-			file_line(path, "", 0);
+		for (size_t i = 0; i < count && !cfg->report_to; i++) {
+			char file[REPORT_FILE_MAX];
+			task_report_file_of(w, plan, selected ? selected[i] : i, file, sizeof file);
+			snprintf(path, sizeof path, "%s/%s", cfg->outdir, file);
+			file_line(path, cfg->report_filter ? "(through --report-filter)" : "", 0);
 		}
+		if (cfg->report_to)
+			printf("  %-8s %zu reports to --report-to, none kept in %s\n", "send",
+			       count, cfg->outdir);
 		manifest_name(w->name, &cfg->selection, name, sizeof name);
 		snprintf(path, sizeof path, "%s/%s", cfg->outdir, name);
-		file_line(path, "(the run's manifest)", 0);
+		if (!cfg->report_to)
+			file_line(path, "(the run's manifest)", 0);
 	} else if (w->flags & COWRUN_WRITES_REPORTS) {
 		printf("  %-8s %s/...  (reports named after the setup)\n",
 		       access(cfg->outdir, F_OK) == 0 ? "use" : "create", cfg->outdir);
@@ -179,13 +205,15 @@ int run_dry(const struct run_config *cfg)
 	    ((w->flags & COWRUN_WRITES_REPORTS) && outdir_check_existing(cfg->outdir) != 0) ||
 	    (cfg->nmerge == 0 && run_check_inputs(cfg) != 0))   /* a merge may need none */
 		goto refused;
-	if (make_plan(cfg, &plan) < 0 ||
+	if (run_route_reports(cfg) != 0 || make_plan(cfg, &plan) < 0 ||
 	    (plan && (count = show_tasks(cfg, plan, &selected)) == (size_t)-1))
 		goto refused;
 	if (!plan)
 		printf("tasks      %s\n", cfg->nmerge ? "none: --merge runs no task"
 			: "known after the setup (the workload names them from what it builds)");
 	show_resources(cfg, count, plan != NULL);
+	if (cfg->nmerge == 0)
+		show_commands();
 	if (cfg->nmerge == 0)
 		show_files(cfg, plan, selected, count);
 	printf("would      start\n");
@@ -196,6 +224,7 @@ refused:
 out:
 	if (plan && w->teardown)
 		w->teardown(plan);
+	run_unroute_reports();
 	free(selected);
 	return rc;
 }

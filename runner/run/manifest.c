@@ -4,6 +4,7 @@
  */
 #define _GNU_SOURCE
 #include "manifest.h"
+#include "engine/task.h"
 #include "files/inputid.h"
 #include "os/util.h"
 
@@ -298,8 +299,8 @@ static char **batch_names(const struct batch *b)
 	char **names = calloc(b->ntasks + 1, sizeof *names);
 
 	for (size_t k = 0; names && k < b->ntasks; k++) {
-		char name[COWRUN_NAME_MAX] = "";
-		b->workload->task_name(b->state, k, name, sizeof name);
+		char name[REPORT_FILE_MAX] = "";
+		task_report_file_of(b->workload, b->state, k, name, sizeof name);
 		if ((names[k] = strdup(name)) == NULL) {
 			for (size_t i = 0; i < k; i++)
 				free(names[i]);
@@ -324,10 +325,10 @@ static int this_runs_reports(const struct batch *b, int dirfd, struct entries *m
 {
 	for (size_t k = 0; k < b->ntasks; k++) {
 		enum reorder_state st = reorder_state(&b->reorder, k);
-		char name[COWRUN_NAME_MAX] = "";
+		char name[REPORT_FILE_MAX] = "";
 		if (st == REORDER_WAITING || st == REORDER_EXCLUDED || st == REORDER_FAILED)
 			continue;
-		b->workload->task_name(b->state, k, name, sizeof name);
+		task_report_file_of(b->workload, b->state, k, name, sizeof name);
 		if (present(dirfd, name) && entries_add(mine, name, 0, 0, 0) != 0)
 			return -1;
 	}
@@ -532,7 +533,8 @@ int manifest_finish(struct batch *b, const struct selection *sel, const char *id
 	char own[NAME_MAX + 1], **names = NULL;
 	int dirfd = batch_outdir_fd(b), rc = -1;
 
-	if (!(b->workload->flags & COWRUN_WRITES_REPORTS) || dirfd < 0)
+	/* --report-to keeps no report: nothing to list, nothing gone stale. */
+	if (!(b->workload->flags & COWRUN_WRITES_REPORTS) || dirfd < 0 || task_report_route()->sink)
 		return 0;
 	manifest_name(b->workload->name, sel, own, sizeof own);
 	if ((names = batch_names(b)) == NULL || read_earlier(dirfd, b->workload->name, &r) != 0 ||

@@ -3,6 +3,7 @@
  * outdir.h.
  */
 #include "outdir.h"
+#include "engine/task.h"
 #include "os/util.h"
 
 #include <dirent.h>
@@ -25,8 +26,10 @@ static int compare_strings(const void *a, const void *b)
  * files start with '.'), not empty. */
 static int bad_task_name(const char *name)
 {
+	const char *suffix = task_report_route()->suffix;
+
 	return name[0] == '\0' || name[0] == '.' || strchr(name, '/') != NULL ||
-	       strlen(name) >= COWRUN_NAME_MAX - 1;
+	       strlen(name) >= COWRUN_NAME_MAX - 1 + strlen(suffix ? suffix : "");
 }
 
 static void free_names(char **names, size_t n)
@@ -45,8 +48,8 @@ static char **check_task_names(const struct batch *b)
 	int rc = names ? 0 : -1;
 
 	for (size_t k = 0; rc == 0 && k < b->ntasks; k++) {
-		char name[COWRUN_NAME_MAX] = "";
-		b->workload->task_name(b->state, k, name, sizeof name);
+		char name[REPORT_FILE_MAX] = "";
+		task_report_file_of(b->workload, b->state, k, name, sizeof name);
 		if (bad_task_name(name)) {
 			cowrun_error("task %zu has name '%s', which cannot be a report file name", k, name);
 			rc = -1;

@@ -10,6 +10,7 @@
 #include "merge.h"
 #include "metrics.h"
 #include "outdir.h"
+#include "os/command.h"
 #include "resume.h"
 #include "engine/omprun.h"
 #include "engine/pool.h"
@@ -375,6 +376,42 @@ static int add_run_id(char **identity)
 	return 0;
 }
 
+/* The commands of the route set, this process's to free. */
+static struct command *routed[2];
+
+int run_route_reports(const struct run_config *cfg)
+{
+	static const char *const options[2] = { "--report-filter", "--report-to" };
+	const char *texts[2] = { cfg->report_filter, cfg->report_to };
+	char why[256];
+
+	for (int i = 0; i < 2; i++) {
+		if (texts[i] == NULL)
+			continue;
+		routed[i] = command_parse(options[i], texts[i], why, sizeof why);
+		if (routed[i] == NULL) {
+			warnx_("%s", why);
+			run_unroute_reports();
+			return -1;
+		}
+		if (cfg->verbose)
+			warnx_("%s: %s", options[i], command_uses_shell(routed[i])
+			       ? "shell syntax: runs under /bin/sh -c, each value shell-quoted"
+			       : "no shell syntax: split into words and run directly");
+	}
+	task_set_report_route(&(struct report_route){ routed[0], routed[1], cfg->report_suffix });
+	return 0;
+}
+
+void run_unroute_reports(void)
+{
+	task_set_report_route(&(struct report_route){ NULL, NULL, NULL });
+	for (int i = 0; i < 2; i++) {
+		command_free(routed[i]);
+		routed[i] = NULL;
+	}
+}
+
 int run_batch(const struct run_config *cfg, struct batch *b, struct sidefiles *files)
 {
 	char *body = inputs_body();
@@ -386,7 +423,7 @@ int run_batch(const struct run_config *cfg, struct batch *b, struct sidefiles *f
 
 	b->retries = (unsigned)cfg->retries;
 	b->halt = cfg->halt;
-	if (identity == NULL || add_run_id(&identity) != 0)
+	if (identity == NULL || add_run_id(&identity) != 0 || run_route_reports(cfg) != 0)
 		goto out;
 	const int fds[2] = { files->joblog.fd, files->paths.journal_fd };
 	if (cfg->resume && resume_load(&resume, cfg->joblog_path, b->workload->name, identity,
@@ -410,6 +447,7 @@ int run_batch(const struct run_config *cfg, struct batch *b, struct sidefiles *f
 		rc = execute(cfg, b, files, identity, resume.journal_found ? resume.keep : 0,
 			     save_resumed ? &resume : NULL);
 out:
+	run_unroute_reports();
 	resume_free(&resume);
 	free(selected);
 	free(identity);

@@ -63,4 +63,11 @@ int run_check_inputs(const struct run_config *cfg);
  * after the refusal's message. */
 int run_dry(const struct run_config *cfg);
 
+/* Where this process's reports go (--report-filter, --report-to,
+ * --report-suffix): the commands parsed and set with
+ * task_set_report_route() until run_unroute_reports().  With -v, says how
+ * each runs.  Returns 0 or -1 after a message. */
+int run_route_reports(const struct run_config *cfg);
+void run_unroute_reports(void);
+
 #endif

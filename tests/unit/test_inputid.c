@@ -189,7 +189,7 @@ static void test_declared_input_known_after_setup(void **state)
 static void test_abi_upgrade_named(void **state)
 {
 	const char *old = "cowrun results 4\ncowrun 0.4.0\nworkload w\nabi 3\ntasks 2\narg x\n";
-	const char *now = "cowrun results 4\ncowrun 0.5.0\nworkload w\nabi 4\ntasks 2\narg x\n";
+	const char *now = "cowrun results 4\ncowrun 0.5.1\nworkload w\nabi 4\ntasks 2\narg x\n";
 	char said[1024];
 
 	(void)state;
