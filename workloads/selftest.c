@@ -24,13 +24,14 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 struct selftest_config {
 	long long tasks, work_us, sleep_ms, result_bytes, report_bytes, setup_mb, dirty_mb;
 	const char *crash, *fail, *exit_task, *call_exit, *print, *write_shared, *slow, *ignore_sigterm,
-		*mark_start, *input;
+		*mark_start, *input, *command, *fork_exec;
 	int read_setup;
 };
 
@@ -73,6 +74,10 @@ static const struct cowrun_option selftest_options[] = {
 	  "K", "task K ignores SIGTERM while it runs (only SIGKILL stops it); K may be a list" },
 	{ "input", COWRUN_OPT_INPUT, offsetof(struct selftest_config, input), 0, 0,
 	  "FILE", "setup hashes FILE (the input a merge checks: saved results of another content never merge)" },
+	{ "command", COWRUN_OPT_STRING, offsetof(struct selftest_config, command), 0, 0,
+	  "CMD", "write each report through cowrun_command(CMD, COWRUN_TO_REPORT): CMD's output is the report" },
+	{ "fork-exec", COWRUN_OPT_STRING, offsetof(struct selftest_config, fork_exec), 0, 0,
+	  "PROG", "after its report, each task runs PROG by fork() and exec() (the old way: the bench's baseline)" },
 	{ "mark-start", COWRUN_OPT_STRING, offsetof(struct selftest_config, mark_start), 0, 0,
 	  "DIR", "each task first creates the empty file DIR/task-NNNNNN.PID (PID: its process)" },
 	{ 0 },
@@ -436,9 +441,9 @@ static unsigned read_setup(const struct selftest_state *s)
 
 /* A report of `bytes` bytes in 64-byte lines; crashes and exits come
  * after it, so a crashed task leaves a half-made temporary file behind. */
-static int write_report(struct cowrun_task *task, size_t k, long long bytes)
+static int write_report(struct cowrun_task *task, size_t k, long long bytes, const char *command)
 {
-	FILE *f = cowrun_report(task);
+	FILE *f = command ? cowrun_command(task, command, COWRUN_TO_REPORT) : cowrun_report(task);
 
 	if (f == NULL)
 		return -1;
@@ -448,6 +453,38 @@ static int write_report(struct cowrun_task *task, size_t k, long long bytes)
 		/* 63 visible characters and a newline; the last line may be cut. */
 		snprintf(line, sizeof line, "task %-14zu byte %-38lld\n", k, done);
 		fwrite(line, 1, n, f);
+	}
+	return 0;
+}
+
+/* --fork-exec PROG: run PROG (standard input and output /dev/null) the
+ * way a workload did before cowrun_command(): fork() copies this worker's
+ * page tables, the whole setup's, for one exec().  Returns 0 or -1 after
+ * cowrun_task_error(). */
+static int fork_exec(struct cowrun_task *task, const char *prog)
+{
+	int status;
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		int null = open("/dev/null", O_RDWR);
+		if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0)
+			_exit(126);
+		execlp(prog, prog, (char *)NULL);
+		_exit(127);
+	}
+	if (pid < 0) {
+		cowrun_task_error(task, "--fork-exec: fork: %s", strerror(errno));
+		return -1;
+	}
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR) {
+			cowrun_task_error(task, "--fork-exec: waitpid: %s", strerror(errno));
+			return -1;
+		}
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+		cowrun_task_error(task, "--fork-exec: '%s' failed (wait status %d)", prog, status);
+		return -1;
 	}
 	return 0;
 }
@@ -511,7 +548,10 @@ static int selftest_run(const void *state, size_t k, struct cowrun_task *task)
 		unsigned sum = read_setup(s);
 		__asm__ volatile("" : : "r"(sum)); /* keep the reads */
 	}
-	if (s->cfg.report_bytes > 0 && write_report(task, k, s->cfg.report_bytes) != 0)
+	if (s->cfg.report_bytes > 0 &&
+	    write_report(task, k, s->cfg.report_bytes, s->cfg.command) != 0)
+		return -1;
+	if (s->cfg.fork_exec && fork_exec(task, s->cfg.fork_exec) != 0)
 		return -1;
 	if (s->cfg.dirty_mb > 0) /* deliberately un-share: copy-on-write */
 		memset(s->setup, (int)(k & 0xff), (size_t)s->cfg.dirty_mb << 20);

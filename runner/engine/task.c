@@ -329,20 +329,22 @@ static void discard_report(struct cowrun_task *t)
  * (the task fails, naming the command) instead of killing the worker, or
  * in serial mode the whole run.  A SIGPIPE left pending is taken before
  * the mask is put back. */
-static void hold_sigpipe(struct cowrun_task *t, int hold)
+static int hold_sigpipe(struct cowrun_task *t, int hold)
 {
 	sigset_t pipe_only;
+	int pending = 0;
 
 	sigemptyset(&pipe_only);
 	sigaddset(&pipe_only, SIGPIPE);
 	if (hold) {
 		pthread_sigmask(SIG_BLOCK, &pipe_only, &t->mask_before);
-		return;
+		return 0;
 	}
 	const struct timespec now = { 0, 0 };
 	while (sigtimedwait(&pipe_only, NULL, &now) == SIGPIPE)
-		;
+		pending = 1;
 	pthread_sigmask(SIG_SETMASK, &t->mask_before, NULL);
+	return pending;
 }
 
 FILE *cowrun_command(struct cowrun_task *task, const char *cmd, int how)
@@ -407,16 +409,24 @@ static int finish_command(struct cowrun_task *t)
 
 	if (t->started.pid == 0)
 		return 0;
+	int write_failed = ferror(t->feed);
 	int err = fclose(t->feed) != 0 ? errno : 0;
 	t->feed = NULL;
 	int rc = command_finish(&t->started, why, sizeof why);
 	t->started.pid = 0;
-	hold_sigpipe(t, 0);
-	if (rc != 0)
+	/* A write that failed while SIGPIPE was held: the pipe broke. */
+	if (hold_sigpipe(t, 0))
+		err = EPIPE;
+	if (rc != 0) {
 		cowrun_task_error(t, "%s", why);
-	else if (err != 0)
-		cowrun_task_error(t, "cannot write to '%s': %s", t->started.label, strerror(err));
-	return rc != 0 || err != 0 ? -1 : 0;
+		return -1;
+	}
+	if (err != 0 || write_failed) {
+		cowrun_task_error(t, "cannot write to '%s': %s", t->started.label,
+				  strerror(err ? err : EIO));
+		return -1;
+	}
+	return 0;
 }
 
 /* run() failed, or the task context goes: the command is killed. */

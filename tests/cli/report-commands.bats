@@ -1,0 +1,259 @@
+#!/usr/bin/env bats
+# Reports that go through a command (--report-filter), to one
+# (--report-to) or through a workload's own (cowrun_command()), with the
+# runner's guarantees: the task fails when its command does, no report is
+# left under its final name after a failure, a sink never sees a task that
+# failed, the commands die with their task, and every run leaves no process
+# behind (each runs under the reaper).
+
+load helpers
+
+SELF="selftest --tasks 6 --report-bytes 300"
+
+setup() {
+	OUT="$BATS_TEST_TMPDIR/out"
+	SPOOL="$BATS_TEST_TMPDIR/spool"
+	mkdir -p "$SPOOL"
+}
+
+# The reports of a plain run of ARGS, for comparison: $BATS_TEST_TMPDIR/plain.
+plain_reports() {
+	run --separate-stderr cowrun -j 2 -o "$BATS_TEST_TMPDIR/plain" "$@"
+	[ "$status" -eq 0 ] || { echo "plain run failed: $stderr" >&2; return 1; }
+}
+
+# No temporary file left in DIR.
+assert_no_temporary() {
+	local left
+	left=$(find "$1" -name '.*.tmp' | head -3)
+	[ -z "$left" ] || { echo "temporary files left: $left" >&2; return 1; }
+}
+
+@test "--report-filter gzip with --report-suffix .gz: gzip -d gives back a plain run's bytes, in every mode" {
+	plain_reports $SELF
+	for m in fork serial omp; do
+		run --separate-stderr cowrun --mode "$m" -j 2 -o "$OUT.$m" \
+			--report-filter 'gzip -n' --report-suffix .gz $SELF
+		[ "$status" -eq 0 ] || { echo "$m: $stderr" >&2; return 1; }
+		assert_no_leftovers
+		for k in 0 1 2 3 4 5; do
+			f=$(printf 'task-%06d' "$k")
+			[ ! -e "$OUT.$m/$f" ]
+			gzip -d < "$OUT.$m/$f.gz" | cmp - "$BATS_TEST_TMPDIR/plain/$f"
+		done
+		# The manifest lists the suffixed names.
+		grep -q ' task-000005\.gz$' "$OUT.$m/.cowrun-manifest.selftest"
+		assert_no_temporary "$OUT.$m"
+	done
+}
+
+@test "a filter that fails: the task fails naming the command, its status and its last stderr line; no report" {
+	run --separate-stderr cowrun -j 2 -o "$OUT" \
+		--report-filter 'sh -c "if [ {#} = 3 ]; then echo first >&2; echo the printer is on fire >&2; exit 3; fi; cat"' $SELF
+	[ "$status" -eq 1 ]
+	assert_no_leftovers
+	[[ "$output" == "tasks 5 of 6 merged,"* ]]
+	line=$(printf '%s\n' "$stderr" | grep 'task 2 (task-000002) failed')
+	# The last line of its stderr, not the first.
+	[[ "$line" == *"exited with status 3: the printer is on fire" ]] || { echo "$line" >&2; return 1; }
+	[ ! -e "$OUT/task-000002" ]
+	[ -s "$OUT/task-000001" ]
+	assert_no_temporary "$OUT"
+}
+
+@test "a filter killed by a signal fails its task; one that writes nothing leaves an empty report" {
+	printf '#!/bin/sh\nkill -9 $$\n' > "$BATS_TEST_TMPDIR/suicide"
+	chmod +x "$BATS_TEST_TMPDIR/suicide"
+	run --separate-stderr cowrun -j 2 -o "$OUT" --report-filter "$BATS_TEST_TMPDIR/suicide" $SELF
+	[ "$status" -eq 6 ]
+	assert_no_leftovers
+	[[ "$stderr" == *"task 0 (task-000000) failed: "*"killed by signal 9"* ]] || { echo "$stderr" >&2; return 1; }
+	[ -z "$(ls "$OUT")" ]
+	run --separate-stderr cowrun -j 2 -o "$OUT" --report-filter true $SELF
+	[ "$status" -eq 0 ]
+	for k in 0 5; do
+		f=$(printf '%s/task-%06d' "$OUT" "$k")
+		[ -f "$f" ] && [ ! -s "$f" ]
+	done
+}
+
+@test "--retries runs a failed filter again; --resume-failed after a filter failure completes the reports" {
+	plain_reports $SELF
+	# Fails the first time for task 4 (number 5), then passes it through.
+	run --separate-stderr cowrun -j 2 -o "$OUT" --retries 1 \
+		--report-filter "sh -c 'if [ {#} = 5 ] && mkdir $SPOOL/once 2>/dev/null; then exit 1; fi; cat'" $SELF
+	[ "$status" -eq 0 ] || { echo "$stderr" >&2; return 1; }
+	diff -r -x '.cowrun-manifest.*' "$BATS_TEST_TMPDIR/plain" "$OUT"
+	rm -rf "$OUT"
+	run --separate-stderr cowrun -j 2 -o "$OUT" --joblog "$BATS_TEST_TMPDIR/log" \
+		--report-filter "sh -c '[ {#} != 2 ] || exit 4; cat'" $SELF
+	[ "$status" -eq 1 ]
+	[ ! -e "$OUT/task-000001" ]
+	run --separate-stderr cowrun -j 2 -o "$OUT" --joblog "$BATS_TEST_TMPDIR/log" --resume-failed \
+		--report-filter cat $SELF
+	[ "$status" -eq 0 ] || { echo "$stderr" >&2; return 1; }
+	[ "$(grep -c . "$BATS_TEST_TMPDIR/log")" -eq 8 ]   # header, 6, and the one rerun
+	diff -r -x '.cowrun-manifest.*' "$BATS_TEST_TMPDIR/plain" "$OUT"
+}
+
+@test "a filter that outlives its task's --timeout is killed with it: no report, nothing left running" {
+	run --separate-stderr cowrun -j 2 -o "$OUT" --timeout 1 \
+		--report-filter "sh -c 'if [ {#} = 2 ]; then exec sleep 300; fi; cat'" $SELF
+	[ "$status" -eq 1 ]
+	assert_no_leftovers
+	[[ "$stderr" == *"task 1 (task-000001) failed: timed out after"* ]] || { echo "$stderr" >&2; return 1; }
+	[ ! -e "$OUT/task-000001" ]
+	[ -s "$OUT/task-000002" ]
+	assert_no_temporary "$OUT"
+}
+
+@test "--halt now takes running filters down with their workers" {
+	run --separate-stderr cowrun -j 2 -o "$OUT" --halt now,fail=1 \
+		--report-filter "sh -c 'if [ {#} != 1 ]; then exec sleep 300; fi; exit 1'" $SELF
+	[ "$status" -ne 0 ]
+	assert_no_leftovers
+	assert_no_temporary "$OUT"
+}
+
+@test "--report-to: whole reports reach the sink only after run() succeeded, none is kept, a task that fails never reaches it" {
+	plain_reports $SELF
+	run --separate-stderr cowrun -j 2 -o "$OUT" --report-to "sh -c 'cat > $SPOOL/{}'" $SELF --fail 3
+	[ "$status" -eq 1 ]
+	assert_no_leftovers
+	[ ! -e "$SPOOL/task-000003" ]
+	for k in 0 1 2 4 5; do
+		f=$(printf 'task-%06d' "$k")
+		cmp "$SPOOL/$f" "$BATS_TEST_TMPDIR/plain/$f"
+	done
+	# No file kept, no manifest either: nothing in the directory.
+	[ -z "$(ls -A "$OUT")" ]
+}
+
+@test "a sink that fails fails its task, naming it" {
+	run --separate-stderr cowrun -j 2 -o "$OUT" --report-to "sh -c 'cat >/dev/null; [ {#} != 4 ] || { echo no paper >&2; exit 5; }'" $SELF
+	[ "$status" -eq 1 ]
+	[[ "$stderr" == *"task 3 (task-000003) failed: "*"exited with status 5: no paper"* ]] || { echo "$stderr" >&2; return 1; }
+	[ -z "$(ls -A "$OUT")" ]
+}
+
+@test "a report is renamed only after its filter finished" {
+	# The filter finds neither its report's final name nor anything but
+	# its own input while it runs.
+	run --separate-stderr cowrun -j 2 -o "$OUT" \
+		--report-filter "sh -c '[ ! -e $OUT/{} ] || exit 7; cat'" $SELF
+	[ "$status" -eq 0 ] || { echo "$stderr" >&2; return 1; }
+	[ -s "$OUT/task-000004" ]
+}
+
+@test "{%} is the worker's slot, 1 to -j: never two commands at once on a slot, through a crash's replacement and a retry" {
+	# A printer per slot: a lock (mkdir) held while it prints; two at
+	# once on one slot would fail the second.
+	printer="sh -c 'mkdir $SPOOL/busy.{%} || exit 9; cat >> $SPOOL/slot.{%}; echo {#} >> $SPOOL/jobs.{%}; rmdir $SPOOL/busy.{%}'"
+	run --separate-stderr cowrun -j 2 -o "$OUT" --retries 1 --report-to "$printer" \
+		selftest --tasks 12 --report-bytes 640 --crash 5 --sleep-ms 20
+	[ "$status" -eq 1 ]   # task 5 crashes on every attempt
+	assert_no_leftovers
+	ls "$SPOOL" | grep -v '^\(slot\|jobs\)\.[12]$' && return 1
+	# 11 whole reports of 10 lines each, over both printers, every task once.
+	[ "$(cat "$SPOOL"/slot.* | wc -l)" -eq 110 ]
+	[ "$(cat "$SPOOL"/jobs.* | sort -n | tr '\n' ' ')" = "1 2 3 4 5 7 8 9 10 11 12 " ]
+	# Each printed report is whole: its 10 lines are one task's, in order.
+	for f in "$SPOOL"/slot.*; do
+		awk 'NR % 10 == 1 { t = $2; if ($4 != 0) exit 1 } $2 != t { exit 1 }' "$f"
+	done
+	# Serial mode is slot 1, omp the thread number plus 1.
+	rm -f "$SPOOL"/*
+	run --separate-stderr cowrun --mode serial -o "$OUT" --report-to "sh -c 'echo {%} >> $SPOOL/s'" $SELF
+	[ "$(sort -u "$SPOOL/s")" = 1 ]
+	run --separate-stderr cowrun --mode omp -j 2 -o "$OUT" --report-to "sh -c 'echo {%} >> $SPOOL/o'" \
+		selftest --tasks 20 --report-bytes 10 --sleep-ms 10
+	[ "$(sort -u "$SPOOL/o" | tr '\n' ' ')" = "1 2 " ]
+}
+
+@test "replacement strings: a report name with a space and a quote reaches a direct command and a shell one intact" {
+	suffix=" it's \$(touch PWNED) \"x\""
+	run --separate-stderr cowrun -j 2 -o "$OUT" --report-suffix "$suffix" \
+		--report-to "cp /dev/stdin $SPOOL/direct.{}" $SELF
+	[ "$status" -eq 0 ] || { echo "$stderr" >&2; return 1; }
+	[ -s "$SPOOL/direct.task-000003$suffix" ]
+	run --separate-stderr cowrun -j 2 -o "$OUT" --report-suffix "$suffix" \
+		--report-to "cat > $SPOOL/shell.{}; echo {#}:{%} >> $SPOOL/numbers" $SELF
+	[ "$status" -eq 0 ] || { echo "$stderr" >&2; return 1; }
+	[ -s "$SPOOL/shell.task-000005$suffix" ]
+	[ ! -e PWNED ] && [ ! -e "$OUT/PWNED" ] && [ ! -e "$SPOOL/PWNED" ]
+	[ "$(cut -d: -f1 "$SPOOL/numbers" | sort -n | tr '\n' ' ')" = "1 2 3 4 5 6 " ]
+	# -v says which way each runs.
+	run --separate-stderr cowrun -v -j 2 -o "$OUT" --report-filter 'gzip -n' --report-to 'cat > /dev/null; true' $SELF
+	[[ "$stderr" == *"--report-filter: no shell syntax: split into words and run directly"* ]]
+	[[ "$stderr" == *"--report-to: shell syntax: runs under /bin/sh -c, each value shell-quoted"* ]]
+}
+
+@test "a command naming a missing program: one clear line per task, the task failed, nothing kept" {
+	run --separate-stderr cowrun -j 2 -o "$OUT" --report-filter 'no-such-filter -9' selftest --tasks 2 --report-bytes 10
+	[ "$status" -eq 2 ]
+	assert_no_leftovers
+	[ "$(printf '%s\n' "$stderr" | grep -c "failed: cannot run 'no-such-filter': No such file or directory$")" -eq 2 ]
+	[ -z "$(ls "$OUT")" ]
+}
+
+@test "bad options: an empty command, a suffix with a slash, a workload that writes no reports; the dry run shows the route" {
+	run --separate-stderr cowrun --report-filter '  ' selftest --tasks 2
+	[ "$status" -eq 255 ]
+	assert_one_line_error "cowrun: --report-filter: empty command"
+	run --separate-stderr cowrun --report-suffix a/b selftest --tasks 2
+	[ "$status" -eq 255 ]
+	assert_one_line_error "cowrun: --report-suffix: bad value 'a/b'*"
+	run --separate-stderr cowrun --report-to cat average
+	[ "$status" -eq 255 ]
+	assert_one_line_error "cowrun: average writes no reports:*"
+	run --separate-stderr cowrun --dry-run -o "$OUT" --report-filter 'gzip -n' --report-suffix .gz $SELF
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"create   $OUT/task-000005.gz  (through --report-filter)"* ]]
+	[[ "$output" == *"filter     gzip -n  (run directly"* ]]
+	[ ! -e "$OUT" ]
+}
+
+@test "commands start with default signals and an empty mask, in the worker's process group" {
+	# A worker ignores SIGINT; the filter must not.  grep writes its own
+	# status lines as the report.
+	run --separate-stderr cowrun -j 2 -o "$OUT" --report-filter 'grep -e SigIgn -e SigBlk -e NSpgid -e PPid /proc/self/status' \
+		selftest --tasks 2 --report-bytes 10
+	[ "$status" -eq 0 ] || { echo "$stderr" >&2; return 1; }
+	grep -q '^SigIgn:[[:space:]]*0*$' "$OUT/task-000000"
+	grep -q '^SigBlk:[[:space:]]*0*$' "$OUT/task-000000"
+	# Its process group is its parent's (the worker's own), not cowrun's.
+	pgid=$(awk '/^NSpgid:/ { print $2 }' "$OUT/task-000000")
+	ppid=$(awk '/^PPid:/ { print $2 }' "$OUT/task-000000")
+	[ "$pgid" = "$ppid" ]
+}
+
+@test "commands are spawned sharing the worker's memory (vfork-like), never by fork()" {
+	command -v strace >/dev/null
+	run --separate-stderr "$REAPER" strace -f -qq -e trace=clone,clone3,fork,vfork -o "$BATS_TEST_TMPDIR/trace" \
+		"$COWRUN" -j 2 -o "$OUT" --report-filter cat selftest --tasks 4 --report-bytes 10 --command cat
+	[ "$status" -eq 0 ] || { echo "$stderr" >&2; return 1; }
+	# The parent forks 2 workers; every other process creation is a spawn.
+	spawns=$(grep -c 'CLONE_VM' "$BATS_TEST_TMPDIR/trace" || true)
+	[ "$spawns" -ge 8 ] || { cat "$BATS_TEST_TMPDIR/trace" >&2; return 1; }
+	copies=$(grep -E 'clone3?\(|fork\(' "$BATS_TEST_TMPDIR/trace" | grep -vc 'CLONE_VM' || true)
+	[ "$copies" -eq 2 ] || { cat "$BATS_TEST_TMPDIR/trace" >&2; return 1; }
+}
+
+@test "cowrun_command(): a workload's own filter writes its report; its failure fails the task; early exit is EPIPE, not a killed run" {
+	plain_reports $SELF
+	run --separate-stderr cowrun -j 2 -o "$OUT" --report-suffix .gz $SELF --command 'gzip -n'
+	[ "$status" -eq 0 ] || { echo "$stderr" >&2; return 1; }
+	gzip -d < "$OUT/task-000004.gz" | cmp - "$BATS_TEST_TMPDIR/plain/task-000004"
+	run --separate-stderr cowrun -j 2 -o "$OUT.2" $SELF --command "sh -c '[ {#} != 2 ] || exit 6; cat'"
+	[ "$status" -eq 1 ]
+	[[ "$stderr" == *"task 1 (task-000001) failed: "*"exited with status 6"* ]] || { echo "$stderr" >&2; return 1; }
+	[ ! -e "$OUT.2/task-000001" ]
+	# A command that stops reading: the write fails, the task fails,
+	# and in serial mode the run goes on (SIGPIPE never kills it).
+	for m in serial fork; do
+		run --separate-stderr cowrun --mode "$m" -o "$OUT.$m" selftest --tasks 3 --report-bytes 4000000 --command 'head -c 10'
+		[ "$status" -eq 3 ] || { echo "$m: status $status: $stderr" >&2; return 1; }
+		[[ "$stderr" == *"task 0 (task-000000) failed: cannot write to 'head': Broken pipe"* ]] || { echo "$stderr" >&2; return 1; }
+		assert_no_leftovers
+	done
+}
