@@ -7,7 +7,8 @@
  * counted from 1, {%} the worker's slot, 1 to -j.  A text without shell
  * syntax is split into words at blanks and run directly (each word one
  * argument, whatever a value holds); one with shell syntax runs under
- * /bin/sh -c, each value substituted shell-quoted.
+ * /bin/sh -c, each value substituted shell-quoted for where it stands
+ * (unquoted, inside '...' or inside "...").
  *
  * Spawned with posix_spawnp(), never fork(): the cost does not grow with
  * the caller's page tables (a worker holding a 1 GiB setup).  The child
@@ -45,7 +46,9 @@ struct command_run {
  * Parse `text` (for messages, `option` names where it came from, e.g.
  * "--report-filter").  Returns the command, or NULL with a one-line
  * reason in `why` (empty text, only blanks, a '{' that starts no
- * replacement string is fine: it is literal; out of memory).
+ * replacement string is fine: it is literal; a replacement string
+ * between backquotes, where no quoting is safe: $(...) is; quotes and
+ * parentheses nested over 63 deep; out of memory).
  */
 struct command *command_parse(const char *option, const char *text, char *why, size_t size);
 void command_free(struct command *c);

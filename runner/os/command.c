@@ -1,0 +1,851 @@
+/*
+ * command.c - a report's command: parsed once, spawned once per report
+ * with its replacement strings filled in.  See command.h.
+ *
+ * The text is cut into parts at parse time: literal text, and the
+ * replacement strings with how each value must be written where it
+ * stands (as is, or quoted for the shell).  A run only renders the parts.
+ *
+ * A direct command's words are each rendered into one argument with the
+ * raw values.  A shell command's text is rendered into one string for
+ * /bin/sh -c, each value quoted for the place it stands in: unquoted, it
+ * is single-quoted (unless every byte of it is plain); inside the text's
+ * own '...' its quotes are closed and reopened; inside "..." the four
+ * bytes special there are backslashed.  So `gzip < "{}"`, a common habit,
+ * gets the name itself, and no name runs anything in any of them.  A
+ * replacement string between backquotes is refused: it would need a
+ * second level of escaping per nesting, $(...) does not.
+ *
+ * Braces: only {}, {#} and {%} are replacement strings.  Any other '{'
+ * or '}' is literal text and not shell syntax: /bin/sh (dash) does no
+ * brace expansion, so "{a,b}" means the same run either way, and a
+ * brace group needs a ';' or a newline, which are syntax already.  In a
+ * shell text, "${" starts a parameter expansion ("${#}" is the shell's,
+ * not {#}) and "\{}" is a quoted brace, not a replacement string.
+ */
+#define _GNU_SOURCE
+#include "command.h"
+#include "util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
+
+/* A shell command's label shows this much of its text. */
+#define LABEL_TEXT_MAX 60
+/* The most of a successful command's stderr copied to the caller's. */
+#define STDERR_COPY_MAX (64 * 1024)
+/* A failed command's last line is looked for in this much of its end. */
+#define STDERR_TAIL 4096
+/* ... and cut to this many bytes. */
+#define LAST_LINE_MAX 200
+/* Contexts ("...", $(...), ${...}) nested deeper than this are refused. */
+#define NEST_MAX 64
+
+enum part_kind { PART_TEXT, PART_NAME, PART_NUMBER, PART_SLOT };
+
+/* How a value is written where its replacement string stands. */
+enum quoting {
+	QUOTE_RAW,          /* a direct command's argument: as is */
+	QUOTE_SHELL,        /* unquoted shell text */
+	QUOTE_IN_SINGLE,    /* inside the text's own '...' */
+	QUOTE_IN_DOUBLE,    /* inside the text's own "..." */
+};
+
+struct part {
+	enum part_kind kind;
+	enum quoting quoting;
+	size_t start, len;          /* PART_TEXT: the bytes of c->text */
+};
+
+struct command {
+	char *text;
+	int shell;
+	struct part *parts;
+	size_t nparts, cap;
+	size_t *word_end;           /* word i is parts [word_end[i-1], word_end[i]) */
+	size_t nwords;
+	char label[sizeof ((struct command_run *)0)->label];
+};
+
+/* ---- parsing ---- */
+
+static int is_blank(char ch)
+{
+	return ch == ' ' || ch == '\t';
+}
+
+/* The replacement string at s: its kind in *kind and its length, or 0. */
+static size_t replacement_at(const char *s, enum part_kind *kind)
+{
+	if (s[0] != '{')
+		return 0;
+	if (s[1] == '}') {
+		*kind = PART_NAME;
+		return 2;
+	}
+	if ((s[1] == '#' || s[1] == '%') && s[2] == '}') {
+		*kind = s[1] == '#' ? PART_NUMBER : PART_SLOT;
+		return 3;
+	}
+	return 0;
+}
+
+/* A leading "NAME=" word: the shell would take it as an assignment. */
+static int starts_with_assignment(const char *s)
+{
+	while (is_blank(*s))
+		s++;
+	if (!(*s == '_' || (*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z')))
+		return 0;
+	while (*s == '_' || (*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
+	       (*s >= '0' && *s <= '9'))
+		s++;
+	return *s == '=';
+}
+
+/* Whether the text needs /bin/sh: a byte of its syntax outside the
+ * replacement strings ("{#}" holds a '#'), or a leading assignment. */
+static int has_shell_syntax(const char *text)
+{
+	enum part_kind kind;
+
+	if (starts_with_assignment(text))
+		return 1;
+	for (const char *s = text; *s; s++) {
+		size_t n = replacement_at(s, &kind);
+		if (n > 0)
+			s += n - 1;
+		else if (strchr("|&;<>()$`\\\"'*?[]~#\n", *s))
+			return 1;
+	}
+	return 0;
+}
+
+static int add_part(struct command *c, enum part_kind kind, enum quoting quoting,
+		    size_t start, size_t len)
+{
+	if (kind == PART_TEXT && len == 0)
+		return 0;
+	if (c->nparts == c->cap) {
+		size_t cap = c->cap ? 2 * c->cap : 8;
+		struct part *p = realloc(c->parts, cap * sizeof *p);
+		if (p == NULL)
+			return -1;
+		c->parts = p;
+		c->cap = cap;
+	}
+	c->parts[c->nparts++] = (struct part){ kind, quoting, start, len };
+	return 0;
+}
+
+/* The literal text [from, to), then the replacement string at `to` (if
+ * n > 0).  Returns 0 or -1 (out of memory). */
+static int add_text_and(struct command *c, size_t from, size_t to, enum part_kind kind,
+			size_t n, enum quoting quoting)
+{
+	if (add_part(c, PART_TEXT, quoting, from, to - from) != 0)
+		return -1;
+	return n > 0 ? add_part(c, kind, quoting, to, n) : 0;
+}
+
+/* A direct command: words at blanks, each its text and replacement
+ * strings.  Returns 0 or -1 (out of memory). */
+static int parse_words(struct command *c)
+{
+	const char *t = c->text;
+	size_t i = 0, len = strlen(t);
+
+	c->word_end = malloc((len / 2 + 1) * sizeof *c->word_end); /* words <= (len+1)/2 */
+	if (c->word_end == NULL)
+		return -1;
+	while (t[i]) {
+		while (is_blank(t[i]))
+			i++;
+		if (!t[i])
+			break;
+		size_t from = i;
+		while (t[i] && !is_blank(t[i])) {
+			enum part_kind kind;
+			size_t n = replacement_at(t + i, &kind);
+			if (n == 0) {
+				i++;
+				continue;
+			}
+			if (add_text_and(c, from, i, kind, n, QUOTE_RAW) != 0)
+				return -1;
+			i += n;
+			from = i;
+		}
+		if (add_text_and(c, from, i, PART_TEXT, 0, QUOTE_RAW) != 0)
+			return -1;
+		c->word_end[c->nwords++] = c->nparts;
+	}
+	return 0;
+}
+
+/* Where the shell lexer stands.  Enough of sh's grammar to know how a
+ * replacement string is quoted: quotes, backslashes, comments, $(...),
+ * (...), ${...} and backquotes, nested.  Not modelled (rare in a
+ * filter; there a value may be mis-quoted, as it would be with plain
+ * single quotes everywhere): here-documents, and an unbalanced ')' of
+ * a case pattern inside $(...). */
+enum context {
+	CTX_TOP,            /* unquoted, outermost */
+	CTX_PAREN,          /* unquoted, inside $(...), $((...)) or (...) */
+	CTX_BRACE,          /* unquoted, inside ${...} */
+	CTX_SINGLE,         /* '...' */
+	CTX_DOUBLE,         /* "..." */
+	CTX_DOUBLE_BRACE,   /* ${...} inside "..." */
+	CTX_BACKQUOTE,      /* `...` */
+};
+
+struct lexer {
+	const char *t;
+	size_t i;
+	int depth;
+	enum context stack[NEST_MAX];
+};
+
+static enum context top(const struct lexer *lx)
+{
+	return lx->stack[lx->depth];
+}
+
+static int push(struct lexer *lx, enum context ctx, size_t skip)
+{
+	if (lx->depth + 1 >= NEST_MAX)
+		return -1;
+	lx->stack[++lx->depth] = ctx;
+	lx->i += skip;
+	return 0;
+}
+
+static void pop(struct lexer *lx)
+{
+	if (lx->depth > 0)
+		lx->depth--;
+	lx->i++;
+}
+
+/* A '#' starts a comment only at the start of a word. */
+static int word_starts_at(const struct lexer *lx)
+{
+	return lx->i == 0 || strchr(" \t\n;&|()<>", lx->t[lx->i - 1]) != NULL;
+}
+
+/* One step in an unquoted context.  Returns 0, or -1 (too deep). */
+static int step_unquoted(struct lexer *lx)
+{
+	const char *s = lx->t + lx->i;
+	enum context ctx = top(lx);
+
+	if (s[0] == '\\')
+		lx->i += s[1] ? 2 : 1;
+	else if (s[0] == '\'')
+		return push(lx, CTX_SINGLE, 1);
+	else if (s[0] == '"')
+		return push(lx, CTX_DOUBLE, 1);
+	else if (s[0] == '`')
+		return push(lx, CTX_BACKQUOTE, 1);
+	else if (s[0] == '$' && s[1] == '(')
+		return push(lx, CTX_PAREN, 2);
+	else if (s[0] == '$' && s[1] == '{')
+		return push(lx, CTX_BRACE, 2);
+	else if (s[0] == '(' && ctx != CTX_BRACE)
+		return push(lx, CTX_PAREN, 1);
+	else if ((s[0] == ')' && ctx == CTX_PAREN) || (s[0] == '}' && ctx == CTX_BRACE))
+		pop(lx);
+	else if (s[0] == '#' && ctx != CTX_BRACE && word_starts_at(lx))
+		lx->i += strcspn(s, "\n");
+	else
+		lx->i++;
+	return 0;
+}
+
+/* One step inside "..." (or a ${...} in it).  Returns 0 or -1. */
+static int step_double(struct lexer *lx)
+{
+	const char *s = lx->t + lx->i;
+
+	if (s[0] == '\\')
+		/* There a backslash quotes only these; before others it is
+		 * itself literal, and a "{}" after it is a replacement string. */
+		lx->i += s[1] && strchr("$`\"\\\n", s[1]) ? 2 : 1;
+	else if (s[0] == '"' && top(lx) == CTX_DOUBLE)
+		pop(lx);
+	else if (s[0] == '}' && top(lx) == CTX_DOUBLE_BRACE)
+		pop(lx);
+	else if (s[0] == '"')
+		return push(lx, CTX_DOUBLE, 1);
+	else if (s[0] == '`')
+		return push(lx, CTX_BACKQUOTE, 1);
+	else if (s[0] == '$' && s[1] == '(')
+		return push(lx, CTX_PAREN, 2);
+	else if (s[0] == '$' && s[1] == '{')
+		return push(lx, CTX_DOUBLE_BRACE, 2);
+	else
+		lx->i++;
+	return 0;
+}
+
+static void step_other(struct lexer *lx)
+{
+	const char *s = lx->t + lx->i;
+
+	if (top(lx) == CTX_SINGLE && s[0] == '\'')
+		pop(lx);
+	else if (top(lx) == CTX_BACKQUOTE && s[0] == '`')
+		pop(lx);
+	else if (top(lx) == CTX_BACKQUOTE && s[0] == '\\' && s[1])
+		lx->i += 2;
+	else
+		lx->i++;
+}
+
+static int lexer_step(struct lexer *lx)
+{
+	switch (top(lx)) {
+	case CTX_TOP:
+	case CTX_PAREN:
+	case CTX_BRACE:
+		return step_unquoted(lx);
+	case CTX_DOUBLE:
+	case CTX_DOUBLE_BRACE:
+		return step_double(lx);
+	default:
+		step_other(lx);
+		return 0;
+	}
+}
+
+static enum quoting quoting_in(enum context ctx)
+{
+	if (ctx == CTX_SINGLE)
+		return QUOTE_IN_SINGLE;
+	if (ctx == CTX_DOUBLE || ctx == CTX_DOUBLE_BRACE)
+		return QUOTE_IN_DOUBLE;
+	return QUOTE_SHELL;
+}
+
+/* A shell command: the text, its replacement strings marked with how
+ * each value is quoted there.  Returns 0, or -1 with why. */
+static int parse_shell(struct command *c, const char *option, char *why, size_t size)
+{
+	struct lexer lx = { .t = c->text };
+	size_t from = 0;
+
+	/* A '\' before a '{' in unquoted text or backquotes quotes the
+	 * brace: the lexer steps over both, so no replacement starts there. */
+	while (lx.t[lx.i]) {
+		enum part_kind kind;
+		size_t n = replacement_at(lx.t + lx.i, &kind);
+		if (n == 0) {
+			if (lexer_step(&lx) == 0)
+				continue;
+			snprintf(why, size, "%s: quotes and parentheses nested over %d deep",
+				 option, NEST_MAX - 1);
+			return -1;
+		}
+		if (top(&lx) == CTX_BACKQUOTE) {
+			snprintf(why, size, "%s: a replacement string inside `...`: "
+				 "write $(...) instead", option);
+			return -1;
+		}
+		if (add_text_and(c, from, lx.i, kind, n, quoting_in(top(&lx))) != 0)
+			goto oom;
+		lx.i += n;
+		from = lx.i;
+	}
+	if (add_text_and(c, from, lx.i, PART_TEXT, 0, QUOTE_SHELL) != 0)
+		goto oom;
+	c->word_end = malloc(sizeof *c->word_end);
+	if (c->word_end == NULL)
+		goto oom;
+	c->word_end[0] = c->nparts;
+	c->nwords = 1;
+	return 0;
+oom:
+	snprintf(why, size, "%s: out of memory", option);
+	return -1;
+}
+
+/* Control characters of a label shown as '?': it goes into one-line
+ * messages. */
+static void make_printable(char *s)
+{
+	for (unsigned char *p = (unsigned char *)s; *p; p++)
+		if (*p < 0x20 || *p == 0x7f)
+			*p = '?';
+}
+
+/* How much of the `len` bytes at s to keep: at most `max`, not cutting
+ * a UTF-8 character. */
+static size_t utf8_prefix(const char *s, size_t len, size_t max)
+{
+	if (len <= max)
+		return len;
+	while (max > 0 && ((unsigned char)s[max] & 0xc0) == 0x80)
+		max--;
+	return max;
+}
+
+static void make_label(struct command *c)
+{
+	if (c->shell) {
+		size_t n = utf8_prefix(c->text, strlen(c->text), LABEL_TEXT_MAX);
+		snprintf(c->label, sizeof c->label, "sh -c '%.*s%s'", (int)n, c->text,
+			 c->text[n] ? "..." : "");
+	} else {
+		/* The first word as given: up to the first blank. */
+		const char *t = c->text + strspn(c->text, " \t");
+		size_t n = strcspn(t, " \t");
+		n = utf8_prefix(t, n, sizeof c->label - 1);
+		snprintf(c->label, sizeof c->label, "%.*s", (int)n, t);
+	}
+	make_printable(c->label);
+}
+
+struct command *command_parse(const char *option, const char *text, char *why, size_t size)
+{
+	if (option == NULL)
+		option = "command";
+	/* A newline alone would make an empty shell script: as empty. */
+	if (text == NULL || text[strspn(text, " \t\n")] == '\0') {
+		snprintf(why, size, "%s: empty command", option);
+		return NULL;
+	}
+	struct command *c = calloc(1, sizeof *c);
+	if (c == NULL || (c->text = strdup(text)) == NULL) {
+		free(c);
+		snprintf(why, size, "%s: out of memory", option);
+		return NULL;
+	}
+	c->shell = has_shell_syntax(text);
+	make_label(c);
+	int rc = c->shell ? parse_shell(c, option, why, size) : parse_words(c);
+	if (rc != 0) {
+		if (!c->shell)
+			snprintf(why, size, "%s: out of memory", option);
+		command_free(c);
+		return NULL;
+	}
+	return c;
+}
+
+void command_free(struct command *c)
+{
+	if (c == NULL)
+		return;
+	free(c->text);
+	free(c->parts);
+	free(c->word_end);
+	free(c);
+}
+
+int command_uses_shell(const struct command *c)
+{
+	return c->shell;
+}
+
+const char *command_text(const struct command *c)
+{
+	return c->text;
+}
+
+/* ---- rendering ---- */
+
+/* The values as strings, for one run. */
+struct values {
+	const char *name;
+	char number[24];
+	char slot[24];
+};
+
+static void values_of(const struct command_values *v, struct values *out)
+{
+	out->name = v->name ? v->name : "";
+	snprintf(out->number, sizeof out->number, "%llu", v->number);
+	snprintf(out->slot, sizeof out->slot, "%lu", v->slot);
+}
+
+/* Bytes the shell takes as themselves anywhere unquoted (not '=': "{}"
+ * first would be an assignment; not '~', '#', '{' at a word's start). */
+static int plain_for_shell(const char *s)
+{
+	if (*s == '\0')
+		return 0;
+	for (; *s; s++)
+		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
+		      (*s >= '0' && *s <= '9') || strchr("_-./,:+@%", *s)))
+			return 0;
+	return 1;
+}
+
+/* Append one byte at out[n] when out is not NULL; return n + 1.  Each
+ * render is called twice: to measure (out NULL), then to write. */
+static size_t put(char *out, size_t n, char ch)
+{
+	if (out)
+		out[n] = ch;
+	return n + 1;
+}
+
+static size_t put_str(char *out, size_t n, const char *s)
+{
+	while (*s)
+		n = put(out, n, *s++);
+	return n;
+}
+
+/* The value `val` written for its place, at out + n; the new length. */
+static size_t render_value(char *out, size_t n, const char *val, enum quoting q)
+{
+	int wrap = q == QUOTE_SHELL && !plain_for_shell(val);
+
+	if (q == QUOTE_RAW || (q == QUOTE_SHELL && !wrap))
+		return put_str(out, n, val);
+	if (wrap)
+		n = put(out, n, '\'');
+	for (const char *s = val; *s; s++) {
+		if (q == QUOTE_IN_DOUBLE && strchr("$`\"\\", *s))
+			n = put(out, n, '\\');
+		if (q != QUOTE_IN_DOUBLE && *s == '\'')
+			n = put_str(out, n, "'\\'"); /* close, a quoted ', reopen */
+		n = put(out, n, *s);
+	}
+	return wrap ? put(out, n, '\'') : n;
+}
+
+/* Word w rendered at out + n (not terminated); the new length. */
+static size_t render_word(const struct command *c, size_t w, const struct values *v,
+			  char *out, size_t n)
+{
+	for (size_t p = w ? c->word_end[w - 1] : 0; p < c->word_end[w]; p++) {
+		const struct part *part = &c->parts[p];
+		switch (part->kind) {
+		case PART_TEXT:
+			if (out)
+				memcpy(out + n, c->text + part->start, part->len);
+			n += part->len;
+			break;
+		case PART_NAME:
+			n = render_value(out, n, v->name, part->quoting);
+			break;
+		case PART_NUMBER:
+			n = render_value(out, n, v->number, part->quoting);
+			break;
+		case PART_SLOT:
+			n = render_value(out, n, v->slot, part->quoting);
+			break;
+		}
+	}
+	return n;
+}
+
+/*
+ * The argument vector, in one allocation (free() it): the words, or
+ * /bin/sh -c and the text.  With `joined`, instead one string of them
+ * separated by spaces (command_expand()).  NULL: out of memory.
+ */
+static void *render(const struct command *c, const struct command_values *cv, int joined)
+{
+	static const char *const shell[] = { "/bin/sh", "-c" };
+	size_t nfixed = c->shell && !joined ? 2 : 0;
+	size_t nargs = nfixed + c->nwords;
+	size_t ptrs = joined ? 0 : (nargs + 1) * sizeof(char *);
+	size_t bytes = ptrs;
+	struct values v;
+
+	values_of(cv, &v);
+	for (size_t i = 0; i < nfixed; i++)
+		bytes += strlen(shell[i]) + 1;
+	for (size_t w = 0; w < c->nwords; w++)
+		bytes += render_word(c, w, &v, NULL, 0) + 1;
+	char *block = malloc(bytes);
+	if (block == NULL)
+		return NULL;
+	char **argv = (char **)block;
+	char *s = block + ptrs;
+	for (size_t i = 0; i < nargs; i++) {
+		if (!joined)
+			argv[i] = s;
+		if (i < nfixed) {
+			s = stpcpy(s, shell[i]) + 1;
+			continue;
+		}
+		s += render_word(c, i - nfixed, &v, s, 0);
+		*s++ = joined && i + 1 < nargs ? ' ' : '\0';
+	}
+	if (!joined)
+		argv[nargs] = NULL;
+	return block;
+}
+
+char *command_expand(const struct command *c, const struct command_values *v)
+{
+	return render(c, v, 1);
+}
+
+/* ---- running ---- */
+
+/* An unnamed file for the child's stderr: a file, not a pipe, so the
+ * child never blocks on it while the caller writes its stdin.  In
+ * $TMPDIR, else in memory: the file is only a means, and a run should
+ * not fail for want of O_TMPFILE (or a usable $TMPDIR).  -1 with errno. */
+static int stderr_file(void)
+{
+	const char *dir = getenv("TMPDIR");
+	int fd = open(dir && *dir ? dir : "/tmp", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+
+	if (fd < 0)
+		fd = memfd_create("cowrun-stderr", MFD_CLOEXEC);
+	return fd;
+}
+
+/*
+ * The child's signals: every catchable one at its default action, none
+ * blocked, whatever the caller ignores or blocks.  Returns 0 or an
+ * error number.
+ *
+ * Every bit set, not sigfillset(): that leaves out glibc's own signals
+ * 32 and 33, and glibc's posix_spawn() then sets those to SIG_IGN in the
+ * child (it runs with all blocked until the exec), which the exec keeps:
+ * the program would start with them ignored.  At SIG_DFL before the
+ * exec they are no danger: glibc sends them only to the caller's own
+ * threads, never to the child.
+ */
+static int spawn_attributes(posix_spawnattr_t *attr)
+{
+	sigset_t all, none;
+	int err = posix_spawnattr_init(attr);
+
+	if (err)
+		return err;
+	memset(&all, 0xff, sizeof all);
+	sigdelset(&all, SIGKILL);
+	sigdelset(&all, SIGSTOP);
+	sigemptyset(&none);
+	/* No POSIX_SPAWN_SETPGROUP: the child stays in the caller's group. */
+	if ((err = posix_spawnattr_setsigdefault(attr, &all)) != 0 ||
+	    (err = posix_spawnattr_setsigmask(attr, &none)) != 0 ||
+	    (err = posix_spawnattr_setflags(attr, POSIX_SPAWN_SETSIGDEF |
+					    POSIX_SPAWN_SETSIGMASK)) != 0)
+		posix_spawnattr_destroy(attr);
+	return err;
+}
+
+/* The child's descriptors: 0, 1 and 2 and nothing else (the caller's,
+ * CLOEXEC or not, another thread's pipe to its own child).  Returns 0 or
+ * an error number. */
+static int spawn_files(posix_spawn_file_actions_t *fa, int in_fd, int out_fd, int err_fd)
+{
+	int err = posix_spawn_file_actions_init(fa);
+
+	if (err)
+		return err;
+	if ((in_fd >= 0 && (err = posix_spawn_file_actions_adddup2(fa, in_fd, 0)) != 0) ||
+	    (out_fd >= 0 && (err = posix_spawn_file_actions_adddup2(fa, out_fd, 1)) != 0) ||
+	    (err = posix_spawn_file_actions_adddup2(fa, err_fd, 2)) != 0 ||
+	    (err = posix_spawn_file_actions_addclosefrom_np(fa, 3)) != 0)
+		posix_spawn_file_actions_destroy(fa);
+	return err;
+}
+
+/* posix_spawnp() of argv.  Returns 0 or an error number (ENOENT: no such
+ * program; glibc reports the child's exec failure here). */
+static int spawn(char **argv, int in_fd, int out_fd, int err_fd, pid_t *pid)
+{
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t attr;
+	int err = spawn_attributes(&attr);
+
+	if (err)
+		return err;
+	err = spawn_files(&fa, in_fd, out_fd, err_fd);
+	if (err == 0) {
+		err = posix_spawnp(pid, argv[0], &fa, &attr, argv, environ);
+		posix_spawn_file_actions_destroy(&fa);
+	}
+	posix_spawnattr_destroy(&attr);
+	return err;
+}
+
+static const char *error_text(int err, char *buf, size_t size)
+{
+	return strerror_r(err, buf, size); /* GNU: thread-safe, returns the text */
+}
+
+int command_start(const struct command *c, const struct command_values *v, int in_fd,
+		  int out_fd, struct command_run *run, char *why, size_t size)
+{
+	char ebuf[64];
+	int err;
+
+	memcpy(run->label, c->label, sizeof run->label);
+	run->pid = -1;
+	run->stderr_fd = stderr_file();
+	if (run->stderr_fd < 0) {
+		snprintf(why, size, "cannot run '%s': no file for its standard error: %s",
+			 run->label, error_text(errno, ebuf, sizeof ebuf));
+		return -1;
+	}
+	char **argv = render(c, v, 0);
+	err = argv ? spawn(argv, in_fd, out_fd, run->stderr_fd, &run->pid) : ENOMEM;
+	free(argv);
+	if (err) {
+		snprintf(why, size, "cannot run '%s': %s", run->label,
+			 error_text(err, ebuf, sizeof ebuf));
+		close(run->stderr_fd);
+		run->stderr_fd = -1;
+		run->pid = -1;
+		return -1;
+	}
+	return 0;
+}
+
+/* Read up to len bytes at offset off (EINTR and short reads retried).
+ * Returns the count read, or -1. */
+static ssize_t read_at(int fd, char *buf, size_t len, off_t off)
+{
+	size_t got = 0;
+
+	while (got < len) {
+		ssize_t n = pread(fd, buf + got, len - got, off + (off_t)got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -1;
+		if (n == 0)
+			break;
+		got += (size_t)n;
+	}
+	return (ssize_t)got;
+}
+
+static off_t file_size(int fd)
+{
+	struct stat st;
+
+	return fstat(fd, &st) == 0 ? st.st_size : -1;
+}
+
+static int is_space(char ch)
+{
+	return ch == ' ' || ch == '\t' || ch == '\r' || ch == '\n';
+}
+
+/* The last non-empty line of the file, at most LAST_LINE_MAX bytes,
+ * control characters as '?', in out; "" if none (or unreadable). */
+static void last_line(int fd, char *out, size_t size)
+{
+	char buf[STDERR_TAIL];
+	off_t end = file_size(fd);
+	off_t from = end > STDERR_TAIL ? end - STDERR_TAIL : 0;
+	ssize_t n = end > 0 ? read_at(fd, buf, (size_t)(end - from), from) : 0;
+	ssize_t start;
+
+	out[0] = '\0';
+	while (n > 0 && is_space(buf[n - 1]))
+		n--;
+	for (start = n; start > 0 && buf[start - 1] != '\n'; start--)
+		if ((unsigned char)buf[start - 1] < 0x20 || buf[start - 1] == 0x7f)
+			buf[start - 1] = '?'; /* a NUL too: it would end the message */
+	if (n <= 0)
+		return;
+	size_t len = utf8_prefix(buf + start, (size_t)(n - start), LAST_LINE_MAX);
+	snprintf(out, size, "%.*s", (int)len, buf + start);
+}
+
+/* "exited with status 3", "was killed by signal 9 (Killed)". */
+static void describe_end(int status, char *buf, size_t size)
+{
+	if (WIFEXITED(status)) {
+		snprintf(buf, size, "exited with status %d", WEXITSTATUS(status));
+	} else if (WIFSIGNALED(status)) {
+		const char *descr = sigdescr_np(WTERMSIG(status)); /* thread-safe */
+		snprintf(buf, size, "was killed by signal %d (%s)%s", WTERMSIG(status),
+			 descr ? descr : "unknown signal",
+			 WCOREDUMP(status) ? ", core dumped" : "");
+	} else {
+		describe_wait_status(status, buf, size);
+	}
+}
+
+/* What a successful command wrote to stderr, to the caller's, in one
+ * write (lines of several workers do not interleave): the first
+ * STDERR_COPY_MAX bytes, ended by a newline, and a note of the rest.
+ * Best effort: a failure to read or to write loses only warnings. */
+static void copy_stderr(const struct command_run *run)
+{
+	off_t size = file_size(run->stderr_fd);
+	size_t len = size > STDERR_COPY_MAX ? STDERR_COPY_MAX : size > 0 ? (size_t)size : 0;
+
+	if (len == 0)
+		return;
+	char *buf = malloc(len + 1);
+	if (buf == NULL)
+		return;
+	ssize_t n = read_at(run->stderr_fd, buf, len, 0);
+	if (n > 0) {
+		if (buf[n - 1] != '\n')
+			buf[n++] = '\n';
+		write_all(STDERR_FILENO, buf, (size_t)n);
+	}
+	free(buf);
+	if (n > 0 && size > STDERR_COPY_MAX)
+		warnx_("'%s' wrote %lld more bytes to its standard error, not shown",
+		       run->label, (long long)(size - STDERR_COPY_MAX));
+}
+
+static void close_run(struct command_run *run)
+{
+	if (run->stderr_fd >= 0)
+		close(run->stderr_fd);
+	run->stderr_fd = -1;
+	run->pid = -1;
+}
+
+int command_finish(struct command_run *run, char *why, size_t size)
+{
+	char ended[96], line[LAST_LINE_MAX + 8];
+	int status;
+
+	if (reap_child(run->pid, &status) < 0) {
+		char ebuf[64];
+		/* Not ours to wait for: SIGCHLD ignored, or reaped elsewhere. */
+		snprintf(why, size, "cannot wait for '%s': %s", run->label,
+			 error_text(errno, ebuf, sizeof ebuf));
+		close_run(run);
+		return -1;
+	}
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+		copy_stderr(run);
+		close_run(run);
+		return 0;
+	}
+	describe_end(status, ended, sizeof ended);
+	last_line(run->stderr_fd, line, sizeof line);
+	snprintf(why, size, "'%s' %s%s%s", run->label, ended, line[0] ? ": " : "", line);
+	close_run(run);
+	return -1;
+}
+
+void command_abandon(struct command_run *run)
+{
+	if (run->pid > 0) {
+		kill(run->pid, SIGKILL);
+		reap_child(run->pid, NULL);
+	}
+	close_run(run);
+}
