@@ -404,7 +404,8 @@ static void make_label(struct command *c)
 {
 	if (c->shell) {
 		size_t n = utf8_prefix(c->text, strlen(c->text), LABEL_TEXT_MAX);
-		snprintf(c->label, sizeof c->label, "sh -c '%.*s%s'", (int)n, c->text,
+		/* Its text (messages quote it; -v says it runs under sh -c). */
+		snprintf(c->label, sizeof c->label, "%.*s%s", (int)n, c->text,
 			 c->text[n] ? "..." : "");
 	} else {
 		/* The first word as given: up to the first blank. */

@@ -39,7 +39,7 @@ struct command_run {
 	pid_t pid;
 	int stderr_fd;               /* the unnamed file its stderr goes to */
 	char label[96];              /* how messages name it: its first word,
-				      * or "sh -c" and the start of the text */
+				      * or the start of a shell command's text */
 };
 
 /*
