@@ -257,3 +257,17 @@ assert_no_temporary() {
 		assert_no_leftovers
 	done
 }
+
+@test "a Python workload's reports go through the filter and to the sink like a C workload's" {
+	script="$ROOT/tests/fixtures/python-cluster/squares.py"
+	run --separate-stderr cowrun -j 2 -o "$BATS_TEST_TMPDIR/plain" python "$script"
+	[ "$status" -eq 0 ] || { echo "$stderr" >&2; return 1; }
+	run --separate-stderr cowrun -j 2 -o "$OUT" --report-filter 'gzip -n' --report-suffix .gz python "$script"
+	[ "$status" -eq 0 ] || { echo "$stderr" >&2; return 1; }
+	for f in "$BATS_TEST_TMPDIR"/plain/*.txt; do
+		gzip -d < "$OUT/${f##*/}.gz" | cmp - "$f"
+	done
+	run --separate-stderr cowrun -j 2 -o "$OUT.to" --report-to "sh -c 'cat > $SPOOL/{}'" python "$script"
+	[ "$status" -eq 0 ] || { echo "$stderr" >&2; return 1; }
+	diff -r -x '.cowrun-manifest.*' "$BATS_TEST_TMPDIR/plain" "$SPOOL"
+}
