@@ -123,7 +123,7 @@ UNIT_SRC = $(wildcard tests/unit/test_*.c)
 UNIT_BIN = $(UNIT_SRC:tests/unit/%.c=build/tests/%)
 
 .PHONY: all deps test unit demo bench plots clean install uninstall check-deps mutants FORCE
-all: bin/cowrun bundled build/forkcost build/psswatch
+all: bin/cowrun bin/cowrun-lineprinter bundled build/forkcost build/psswatch
 
 # The bundled workloads whose libraries are here, each built by a make of
 # its own; the others skipped, one line each.
@@ -144,6 +144,14 @@ bundled:
 bin/cowrun: build/runner/cli/main.o build/runner/workload/registry.o $(RUNNER_OBJ) $(WORKLOAD_OBJ)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -rdynamic -Wl,-z,now,-z,relro -o $@ $^ $(LDLIBS)
+
+# cowrun-lineprinter (tools/lineprinter.c): the simulated line printer of
+# the printer story, a program of its own that --report-to runs, one per
+# worker slot (--printer {%}).  No runner code and no OpenMP: it is a
+# device, not a part of cowrun.
+bin/cowrun-lineprinter: tools/lineprinter.c
+	@mkdir -p $(@D)
+	$(CC) -std=gnu11 $(WARNINGS) $(CFLAGS) -o $@ $<
 
 # Where the installed binary finds the bundled workloads, relative to its
 # own directory, and which names are bundled: compiled in, and recompiled
@@ -310,6 +318,7 @@ install: all build/cowrun.1
 	install -d $(DESTDIR)$(bindir) $(DESTDIR)$(includedir) $(DESTDIR)$(libdir)/pkgconfig \
 		$(DESTDIR)$(mandir)/man1 $(DESTDIR)$(workloaddir)
 	install -m 755 bin/cowrun $(DESTDIR)$(bindir)/cowrun
+	install -m 755 bin/cowrun-lineprinter $(DESTDIR)$(bindir)/cowrun-lineprinter
 	install -m 755 cluster/cowrun-cluster $(DESTDIR)$(bindir)/cowrun-cluster
 	install -m 755 cluster/cowrun-cluster-slurm $(DESTDIR)$(bindir)/cowrun-cluster-slurm
 	for f in $(BUNDLED); do [ ! -e $$f ] || install -m 644 $$f $(DESTDIR)$(workloaddir) || exit 1; done
@@ -327,7 +336,8 @@ install: all build/cowrun.1
 		chmod 644 $(DESTDIR)$(unitdir)/$$u || exit 1; done
 
 uninstall:
-	rm -f $(DESTDIR)$(bindir)/cowrun $(DESTDIR)$(bindir)/cowrun-cluster \
+	rm -f $(DESTDIR)$(bindir)/cowrun $(DESTDIR)$(bindir)/cowrun-lineprinter \
+		$(DESTDIR)$(bindir)/cowrun-cluster \
 		$(DESTDIR)$(bindir)/cowrun-cluster-slurm \
 		$(DESTDIR)$(includedir)/cowrun.h $(DESTDIR)$(libdir)/pkgconfig/cowrun.pc \
 		$(DESTDIR)$(mandir)/man1/cowrun.1 $(addprefix $(DESTDIR)$(workloaddir)/,$(notdir $(BUNDLED)))

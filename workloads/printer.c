@@ -15,6 +15,10 @@
  * is continuous green-bar stock: every line carries the form's line number
  * and the band it falls on, pages end with a form feed.
  *
+ * --lpm 0 takes the printer out of the worker: the statement is written at
+ * once, the same bytes, for a real printer program behind --report-to
+ * (tools/lineprinter.c, one per worker slot) to print at its own speed.
+ *
  * A task spends almost all its time waiting for the printer, so workers
  * beyond the number of cores still pay: -j 32 on 2 cores is 32 printers.
  * The parent merges each region's totals in order and prints the company
@@ -70,7 +74,8 @@ static const struct cowrun_option printer_options[] = {
 	{ "page-lines", COWRUN_OPT_INT, offsetof(struct printer_config, page_lines),
 	  HEADER_LINES + FOOTER_LINES + 1, 1000, "N", "lines on a printed form (66: 11 inches at 6 lpi)" },
 	{ "lpm", COWRUN_OPT_DOUBLE, offsetof(struct printer_config, lpm),
-	  1, 60000000, "N", "printer speed, lines per minute (an IBM 1403 did 600-1100)" },
+	  0, 60000000, "N", "printer speed, lines per minute (an IBM 1403 did 600-1100); "
+	  "0: none, written at once" },
 	{ "seed", COWRUN_OPT_INT, offsetof(struct printer_config, seed),
 	  0, 4294967295.0, "N", "seed of the generated sales" },
 	{ NULL, COWRUN_OPT_END, 0, 0, 0, NULL, NULL },
@@ -341,6 +346,8 @@ static void printer_task_name(const void *state, size_t k, char *buf, size_t siz
  * cycle, and the printer takes one line per cycle.  Deadlines are absolute
  * points on that grid, so a late wake-up delays one line, not every line
  * after it, and an idle printer does not catch up by printing faster.
+ * With --lpm 0 there is no mechanism (cycle_ns 0): lines go straight into
+ * the report's buffer, which the runner flushes when the task ends.
  */
 struct line_printer {
 	FILE *paper;
@@ -361,8 +368,8 @@ static void lp_on(struct line_printer *lp, FILE *paper, double lpm)
 {
 	memset(lp, 0, sizeof *lp);
 	lp->paper = paper;
-	lp->cycle_ns = (int64_t)(60e9 / lpm + 0.5);
-	if (lp->cycle_ns < 1)
+	lp->cycle_ns = lpm > 0 ? (int64_t)(60e9 / lpm + 0.5) : 0;
+	if (lpm > 0 && lp->cycle_ns < 1)
 		lp->cycle_ns = 1;
 	lp->next = 1;
 	lp->form_line = 1;
@@ -375,6 +382,8 @@ static void lp_wait_cycle(struct line_printer *lp)
 	struct timespec now, due;
 	int64_t end, at;
 
+	if (lp->cycle_ns == 0)
+		return;
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	end = ns_since(&lp->on, &now) / lp->cycle_ns + 1;
 	if (end < lp->next)
@@ -395,7 +404,7 @@ static void lp_print(struct line_printer *lp, const char *text)
 
 	lp_wait_cycle(lp);
 	if (fprintf(lp->paper, "%02ld%s%s%s\n", lp->form_line, green ? " ||" : *text ? "   " : "",
-		    *text ? " " : "", text) < 0 || fflush(lp->paper) != 0)
+		    *text ? " " : "", text) < 0 || (lp->cycle_ns && fflush(lp->paper) != 0))
 		lp->failed = errno ? errno : EIO;
 	lp->form_line++;
 	lp->lines++;
@@ -405,7 +414,7 @@ static void lp_print(struct line_printer *lp, const char *text)
 static void lp_form_feed(struct line_printer *lp)
 {
 	lp_wait_cycle(lp);
-	if (fputc('\f', lp->paper) == EOF || fflush(lp->paper) != 0)
+	if (fputc('\f', lp->paper) == EOF || (lp->cycle_ns && fflush(lp->paper) != 0))
 		lp->failed = errno ? errno : EIO;
 	lp->form_line = 1;
 	lp->pages++;
@@ -727,13 +736,18 @@ static int printer_finish(void *state, FILE *out)
 	char a[NUMBUF], d[64];
 
 	finish_totals(p, &sum);
-	fmt_duration(d, sizeof d, sum.lines + sum.pages, p->cfg.lpm);
+	if (p->cfg.lpm > 0)
+		fmt_duration(d, sizeof d, sum.lines + sum.pages, p->cfg.lpm);
 	fprintf(out, "Regional statements\n");
 	fprintf(out, "  %-28s %zu of %zu\n", "Statements printed", p->acc->nmerged, p->nregions);
 	fprintf(out, "  %-28s %" PRId64 " (%" PRId64 " lines, %" PRId64 " form feeds)\n",
 		"Pages", sum.pages, sum.lines, sum.pages);
-	fprintf(out, "  %-28s %s at %.0f lines a minute, on one printer\n", "Printing time", d,
-		p->cfg.lpm);
+	if (p->cfg.lpm > 0)
+		fprintf(out, "  %-28s %s at %.0f lines a minute, on one printer\n", "Printing time",
+			d, p->cfg.lpm);
+	else
+		fprintf(out, "  %-28s none in the workers (--lpm 0: written at once)\n",
+			"Printing time");
 	fprintf(out, "  %-28s %" PRId64 "\n", "Sales", sum.count);
 	fprintf(out, "  %-28s %s\n", "Revenue", fmt_money(a, sum.revenue));
 	if (all && (sum.revenue != p->company.revenue || sum.count != p->company.count)) {
@@ -763,7 +777,10 @@ const struct cowrun_workload cowrun_workload_printer = {
 		"region-NN.txt when the printer has printed it (form line numbers, green-bar\n"
 		"bands marked '||', a form feed per page).  Tasks mostly wait on their\n"
 		"printer, so -j well above the number of cores speeds the batch up.  The\n"
-		"summary checks the statements against setup's control totals.",
+		"summary checks the statements against setup's control totals.\n"
+		"--lpm 0 leaves the printer out of the worker: each statement is written at\n"
+		"once, the same bytes, for a real printer behind --report-to, one per worker\n"
+		"slot: --report-to 'cowrun-lineprinter --spool DIR --printer {%} --job {}'.",
 	.flags = COWRUN_WRITES_REPORTS,
 	.options = printer_options,
 	.defaults = &printer_defaults,

@@ -10,11 +10,12 @@ plugin() {
 		"$ROOT/tests/fixtures/plugins/bad_plugins.c"
 }
 
-@test "make install DESTDIR=...: binary, header, pkg-config file, man page; make uninstall removes them" {
+@test "make install DESTDIR=...: binaries (cowrun-lineprinter too), header, pkg-config file, man page; make uninstall removes them" {
 	d="$BATS_TEST_TMPDIR/inst"
 	make -s -C "$ROOT" install DESTDIR="$d" PREFIX=/opt/cowrun >/dev/null
 	[ -x "$d/opt/cowrun/bin/cowrun" ]
 	[ -x "$d/opt/cowrun/bin/cowrun-cluster" ]
+	[ -x "$d/opt/cowrun/bin/cowrun-lineprinter" ]
 	[ -f "$d/opt/cowrun/lib/cowrun/workloads/risk.summary" ]
 	[ -f "$d/opt/cowrun/include/cowrun.h" ]
 	[ -f "$d/opt/cowrun/share/man/man1/cowrun.1" ]

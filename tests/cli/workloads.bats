@@ -258,7 +258,7 @@ RISK_TILES=(risk --assets 300 --days 100 --portfolios 6 --positions 20 --scenari
 }
 
 @test "printer: bad options are one-line errors" {
-	expect_bad "cowrun: printer: --lpm: '0' is out of range*" printer --lpm 0
+	expect_bad "cowrun: printer: --lpm: '-1' is out of range*" printer --lpm -1
 	expect_bad "cowrun: printer: --page-lines: '5' is out of range*" printer --page-lines 5
 	expect_bad "cowrun: printer: --regions: 'many' is not a number" printer --regions many
 }
