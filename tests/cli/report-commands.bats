@@ -271,3 +271,23 @@ assert_no_temporary() {
 	[ "$status" -eq 0 ] || { echo "$stderr" >&2; return 1; }
 	diff -r -x '.cowrun-manifest.*' "$BATS_TEST_TMPDIR/plain" "$SPOOL"
 }
+
+@test "--timeout signals the worker's whole group: a sink gets SIGTERM too, and may cancel its job" {
+	# The sink traps SIGTERM and says so; SIGKILL alone would give it no chance.
+	sink="sh -c 'trap \"echo cancelled > $SPOOL/term.{#}; exit 1\" TERM; cat > /dev/null; [ {#} != 2 ] || { sleep 300 & wait; }'"
+	run --separate-stderr cowrun -j 2 -o "$OUT" --timeout 1 --report-to "$sink" $SELF
+	[ "$status" -eq 1 ]
+	assert_no_leftovers
+	[[ "$stderr" == *"task 1 (task-000001) failed: timed out after"* ]] || { echo "$stderr" >&2; return 1; }
+	[ "$(cat "$SPOOL/term.2")" = cancelled ]
+	[ "$(ls "$SPOOL")" = term.2 ]
+}
+
+@test "a worker that crashes while its command runs: the command is killed and reaped, not waited for" {
+	# The command outlives its input by far; the crash must take it down.
+	run --separate-stderr timeout 120 "$REAPER" "$COWRUN" -j 2 -o "$OUT" \
+		selftest --tasks 4 --report-bytes 10 --crash 1 --command "sh -c 'cat; [ {#} != 2 ] || exec sleep 3600'"
+	[ "$status" -eq 1 ] || { echo "status $status: $stderr" >&2; return 1; }
+	assert_no_leftovers
+	[[ "$stderr" == *"task 1 (task-000001) failed: worker "*"killed by SIGSEGV"* ]] || { echo "$stderr" >&2; return 1; }
+}
