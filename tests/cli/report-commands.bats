@@ -285,7 +285,7 @@ assert_no_temporary() {
 
 @test "a worker that crashes while its command runs: the command is killed and reaped, not waited for" {
 	# The command outlives its input by far; the crash must take it down.
-	run --separate-stderr timeout 120 "$REAPER" "$COWRUN" -j 2 -o "$OUT" \
+	REAPER_TIMEOUT=120 run --separate-stderr cowrun -j 2 -o "$OUT" \
 		selftest --tasks 4 --report-bytes 10 --crash 1 --command "sh -c 'cat; [ {#} != 2 ] || exec sleep 3600'"
 	[ "$status" -eq 1 ] || { echo "status $status: $stderr" >&2; return 1; }
 	assert_no_leftovers
