@@ -36,11 +36,10 @@ static int served_setup(void *ctx, size_t *ntasks)
  * its command line.  Returns 0 or EXIT_USAGE after a message. */
 static int apply_request(struct run_config *cfg, const struct proto_request *rq)
 {
-	static const int keys[PF_RESUME] = { 'j', 'T', 'S', 'y', 'H', 't', 'o', 'J', 'R', 'L', 'P' };
-
 	cfg->seen = 0;
-	for (int f = 0; f < PF_RESUME; f++)
-		if ((rq->present & (1u << f)) && run_config_set(cfg, keys[f], rq->field[f]) != 0)
+	for (unsigned f = 0; f < PF_COUNT; f++)   /* PF_RESUME below; PF_IN_OUTDIR: no key */
+		if (proto_field_key(f) && (rq->present & (1u << f)) &&
+		    run_config_set(cfg, proto_field_key(f), rq->field[f]) != 0)
 			return EXIT_USAGE;
 	if (rq->present & (1u << PF_RESUME))
 		cfg->resume = rq->field[PF_RESUME][0] == '2' ? 2 : 1;

@@ -4,8 +4,9 @@
  * (kind and access mode), then, when the client is another user, either
  * becomes that user (a server run as root: its groups, gid and uid, in
  * that order) or, a server that cannot, writes only into a directory the
- * client owns.  See identity.h's caller, leader.c, and README's "Who may
- * do what with a server".
+ * client owns and runs none of the client's commands (--report-filter,
+ * --report-to: they would run as the server's user).  See identity.h's
+ * caller, leader.c, and README's "Who may do what with a server".
  */
 #define _GNU_SOURCE
 #include "serve_internal.h"
@@ -75,7 +76,26 @@ static int become(int conn, const struct ucred *peer, const char **why)
 	return 0;
 }
 
-int leader_take_client(int conn, const int files[LEADER_FDS - 3], char *why, size_t size)
+/* A server that cannot become its client runs the batch as itself: a
+ * client's --report-filter or --report-to would then be a command run
+ * with the server's rights, which the client does not have.  Returns 0
+ * when the request names neither, else -1 with the reason in why. */
+static int refuse_commands(const struct proto_request *rq, uid_t client, char *why,
+			   size_t size)
+{
+	int filter = (rq->present & (1u << PF_REPORT_FILTER)) != 0;
+	int to = (rq->present & (1u << PF_REPORT_TO)) != 0;
+
+	if (!filter && !to)
+		return 0;
+	snprintf(why, size, "%s%s%s: this server (uid %ld) cannot act as you (uid %ld): "
+		 "it would run your command as its own user", filter ? "--report-filter" : "",
+		 filter && to ? ", " : "", to ? "--report-to" : "", (long)getuid(), (long)client);
+	return -1;
+}
+
+int leader_take_client(int conn, const struct proto_request *rq,
+		       const int files[LEADER_FDS - 3], char *why, size_t size)
 {
 	struct ucred peer;
 	socklen_t len = sizeof peer;
@@ -90,6 +110,8 @@ int leader_take_client(int conn, const int files[LEADER_FDS - 3], char *why, siz
 		return 0;
 	else if (getuid() == 0)
 		(void)become(conn, &peer, &reason);
+	else if (refuse_commands(rq, peer.uid, why, size) != 0)
+		return -1;
 	else if (fstat(files[0], &st) != 0 || st.st_uid != peer.uid)
 		reason = "this server serves another user only into a directory that user owns "
 			 "(run the server as root, or give -o a directory of your own)";

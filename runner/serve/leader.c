@@ -89,7 +89,7 @@ leader_main(const struct serve_hooks *hooks, const struct proto_request *rq, siz
 	close(fds[1]);
 	close(fds[2]);
 	char why[256];
-	if (leader_take_client(fds[0], fds + 3, why, sizeof why) != 0) {
+	if (leader_take_client(fds[0], rq, fds + 3, why, sizeof why) != 0) {
 		proto_reply(fds[0], PROTO_ERROR, 255, why);
 		leader_end(255);
 	}

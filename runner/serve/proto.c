@@ -27,6 +27,18 @@ static uint32_t get32(const unsigned char *p)
 	return p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
+int proto_field_key(unsigned f)
+{
+	static const char keys[PF_COUNT] = {
+		[PF_JOBS] = 'j', [PF_TASKS] = 'T', [PF_SHARD] = 'S', [PF_RETRIES] = 'y',
+		[PF_HALT] = 'H', [PF_TIMEOUT] = 't', [PF_OUTDIR] = 'o', [PF_JOBLOG] = 'J',
+		[PF_SAVE] = 'R', [PF_TIMELINE] = 'L', [PF_STATS] = 'P',
+		[PF_REPORT_FILTER] = 'e', [PF_REPORT_TO] = 'd', [PF_REPORT_SUFFIX] = 'x',
+	};
+
+	return f < PF_COUNT ? keys[f] : 0;
+}
+
 int proto_set(struct proto_request *rq, enum proto_field f, const char *text)
 {
 	size_t n = strlen(text);

@@ -53,8 +53,14 @@ enum proto_field {
 		       * separated by '/', each empty unless that file's final
 		       * name is there; absent: none is.  Taken on the client's
 		       * word: a lie only lets its own file be overwritten */
+	PF_REPORT_FILTER, /* --report-filter, --report-to: the command as */
+	PF_REPORT_TO,     /* given; run as the client (identity.c) */
+	PF_REPORT_SUFFIX, /* --report-suffix */
 	PF_COUNT
 };
+
+/* A request's `present` has a bit per field. */
+_Static_assert(PF_COUNT <= 32, "enum proto_field fits proto_request.present");
 
 struct proto_request {
 	unsigned type;
@@ -67,6 +73,11 @@ struct proto_reply {
 	int32_t status;        /* PROTO_EXIT: the batch's exit status */
 	char text[PROTO_TEXT_MAX];
 };
+
+/* The key of field f's option, as run_config_set() and submit's getopt
+ * table name it ('j' -j, 'e' --report-filter ...), or 0 for a field that
+ * is not one (PF_RESUME, PF_IN_OUTDIR) or is not a field. */
+int proto_field_key(unsigned f);
 
 /* Set field f of a request to `text`.  Returns 0, or -1 if too long. */
 int proto_set(struct proto_request *rq, enum proto_field f, const char *text);

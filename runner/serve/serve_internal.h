@@ -157,8 +157,11 @@ void serve_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * files, -1 where none: slots LFD_OUTDIR on) for kind
  * and access mode, and take the client's rights: a server run as root
  * becomes the client (groups, gid, uid); another serves a client of
- * another uid only into a directory that uid owns (identity.c).  Returns
+ * another uid only into a directory that uid owns, and refuses a request
+ * `rq` that names a command (--report-filter, --report-to): it would run
+ * as the server's user (identity.c).  Returns
  * 0, or -1 with the reason, for the client, in why. */
-int leader_take_client(int conn, const int files[LEADER_FDS - 3], char *why, size_t size);
+int leader_take_client(int conn, const struct proto_request *rq,
+		       const int files[LEADER_FDS - 3], char *why, size_t size);
 
 #endif

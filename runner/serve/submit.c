@@ -55,6 +55,9 @@ static void submit_usage(void)
 "                     as for cowrun: created here as a temporary file,\n"
 "                     written by the server, named here when whole (as\n"
 "                     cowrun keeps them), else dropped\n"
+"      --report-filter CMD  --report-to CMD  --report-suffix SUF\n"
+"                     as for cowrun; CMD runs as you: a server that cannot\n"
+"                     act as you (not root, another user) refuses it\n"
 "      --status       list the server's generations and running batches\n"
 "      --reload       start a new generation (a fresh setup); wait for it\n");
 }
@@ -95,6 +98,43 @@ static void on_stop(int sig)
 	stop_signal = sig;
 }
 
+/* The request's field that option `c` (its getopt key, cowrun's own:
+ * proto_field_key()) sets, or -1. */
+static int field_of(int c)
+{
+	for (unsigned f = 0; c != 0 && f < PF_COUNT; f++)
+		if (proto_field_key(f) == c)
+			return (int)f;
+	return -1;
+}
+
+/* Option `c`'s long name, for messages: argv may hold "--opt=VALUE". */
+static const char *long_name(const struct option *opts, int c)
+{
+	for (; opts->name != NULL; opts++)
+		if (opts->val == c)
+			return opts->name;
+	return "?";
+}
+
+/* Field f of the request, from option --name: given once, and no longer
+ * than a field carries (a command can be).  Returns 0 or -1 after a
+ * message. */
+static int set_field(struct proto_request *rq, enum proto_field f, const char *name,
+		     const char *value)
+{
+	if (rq->present & (1u << f)) {
+		warnx_("submit: --%s given twice", name);
+		return -1;
+	}
+	if (proto_set(rq, f, value) != 0) {
+		warnx_("submit: --%s: %zu bytes, longer than a served batch takes (%d bytes)",
+		       name, strlen(value), PROTO_FIELD_MAX - 1);
+		return -1;
+	}
+	return 0;
+}
+
 static int parse_submit(int argc, char **argv, struct submit_args *a)
 {
 	static const struct option longopts[] = {
@@ -110,6 +150,9 @@ static int parse_submit(int argc, char **argv, struct submit_args *a)
 		{ "save-results", required_argument, NULL, 'R' },
 		{ "timeline", required_argument, NULL, 'L' },
 		{ "stats", required_argument, NULL, 'P' },
+		{ "report-filter", required_argument, NULL, 'e' },
+		{ "report-to", required_argument, NULL, 'd' },
+		{ "report-suffix", required_argument, NULL, 'x' },
 		{ "resume", no_argument, NULL, 'u' },
 		{ "resume-failed", no_argument, NULL, 'F' },
 		{ "status", no_argument, NULL, 'i' },
@@ -117,7 +160,6 @@ static int parse_submit(int argc, char **argv, struct submit_args *a)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	static const char keys[] = "jTSyHtoJRLP";   /* enum proto_field's order */
 	int c;
 
 	memset(a, 0, sizeof *a);
@@ -127,7 +169,7 @@ static int parse_submit(int argc, char **argv, struct submit_args *a)
 	opterr = 0;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "+:j:o:h", longopts, NULL)) != -1) {
-		const char *at = c ? strchr(keys, c) : NULL;
+		int f = field_of(c);
 		if (c == 's')
 			a->socket_path = optarg;
 		else if (c == 'i')
@@ -141,12 +183,10 @@ static int parse_submit(int argc, char **argv, struct submit_args *a)
 		else if (c == 'h') {
 			submit_usage();
 			return -1;
-		} else if (at != NULL) {
-			if ((a->rq.present & (1u << (at - keys))) ||
-			    proto_set(&a->rq, (enum proto_field)(at - keys), optarg) != 0) {
-				warnx_("submit: %s given twice or too long", argv[optind - 1]);
+		} else if (f >= 0) {
+			if (set_field(&a->rq, (enum proto_field)f, long_name(longopts, c),
+				      optarg) != 0)
 				return EXIT_BAD;
-			}
 		} else {
 			warnx_("submit: %s option '%s' (see cowrun submit --help)",
 			       c == ':' ? "missing value for" : "unknown", argv[optind - 1]);
@@ -487,7 +527,8 @@ int submit_main(int argc, char **argv)
 		return EXIT_BAD;
 	long len = proto_encode_request(&a.rq, buf, sizeof buf);
 	if (len < 0) {
-		warnx_("submit: the request is too long");
+		warnx_("submit: the request is too long: its options take more than the %d bytes "
+		       "a request holds", PROTO_MSG_MAX);
 		return EXIT_BAD;
 	}
 	if ((sock = connect_to(a.socket_path)) < 0) {

@@ -2,7 +2,8 @@
 # cowrun serve never does for a client what the client could not do
 # itself (issue 23, item 1): a server run as root becomes its client
 # (groups, gid, uid) before it touches anything of the client's; a server
-# that cannot serves another uid only into a directory that uid owns; the
+# that cannot serves another uid only into a directory that uid owns, and
+# runs none of its commands (--report-filter, --report-to: issue 34); the
 # descriptors a client passes are checked for kind and access mode.
 
 load serve-helpers
@@ -52,6 +53,63 @@ setup() {
 	run --separate-stderr as nobody "$COWRUN" submit --socket "$S" -o "$D/mine"
 	[ "$status" -eq 0 ]
 	[ "$(ls "$D/mine" | wc -l)" -eq 3 ]
+	stop_server
+	[ "$status" -eq 0 ]
+}
+
+@test "serve as root: a client's --report-filter and --report-to run as that client" {
+	start_server --socket-mode 0666 --allow-uid 65534 selftest --tasks 3 --report-bytes 10
+	mkdir -m 755 "$D/mine" "$D/sink" && chown nobody "$D/mine" "$D/sink"
+	# The filter's output is the report: its uid, the client's.
+	run --separate-stderr as nobody "$COWRUN" submit --socket "$S" -o "$D/mine" --report-filter 'id -u'
+	[ "$status" -eq 0 ] || { echo "$stderr" >&2; false; }
+	for k in 0 1 2; do
+		f=$(printf '%s/mine/task-%06d' "$D" "$k")
+		[ "$(cat "$f")" = 65534 ]
+		[ "$(stat -c %U "$f")" = nobody ]
+	done
+	# The sink too: it writes as the client, where only the client may.
+	run --separate-stderr as nobody "$COWRUN" submit --socket "$S" -o "$D/mine" \
+		--report-to "sh -c 'id -u > $D/sink/{}'"
+	[ "$status" -eq 0 ] || { echo "$stderr" >&2; false; }
+	[ "$(cat "$D/sink/task-000002")" = 65534 ]
+	[ "$(stat -c %U "$D/sink/task-000002")" = nobody ]
+	# The server's own user's filter runs as root.
+	run --separate-stderr "$COWRUN" submit --socket "$S" -o "$D/roots" --report-filter 'id -u'
+	[ "$status" -eq 0 ]
+	[ "$(cat "$D/roots/task-000001")" = 0 ]
+	stop_server
+	[ "$status" -eq 0 ]
+}
+
+@test "serve as another user: a client of another uid may not run a command as the server's user; its own uid may" {
+	chown daemon "$D"
+	start_server_as daemon --socket-mode 0666 --allow-uid 65534 selftest --tasks 3 --report-bytes 10
+	# The client's own directory, writable by the server: reports would
+	# be served there, but not a command.  The command would leave
+	# $D/ran, which only the server's user may create.
+	mkdir -m 777 "$D/mine" && chown nobody "$D/mine"
+	echo keep > "$D/mine/task-000001" && chown nobody "$D/mine/task-000001"
+	run --separate-stderr as nobody "$COWRUN" submit --socket "$S" -o "$D/mine" \
+		--report-filter "sh -c 'touch $D/ran; cat'"
+	[ "$status" -eq 255 ]
+	assert_one_line_error "cowrun: submit: --report-filter: this server (uid $(id -u daemon)) cannot act as you (uid 65534): it would run your command as its own user"
+	run --separate-stderr as nobody "$COWRUN" submit --socket "$S" -o "$D/mine" \
+		--report-filter cat --report-to "sh -c 'touch $D/ran'"
+	[ "$status" -eq 255 ]
+	assert_one_line_error "cowrun: submit: --report-filter, --report-to: this server (uid $(id -u daemon)) cannot act *"
+	[ ! -e "$D/ran" ]
+	[ "$(ls -A "$D/mine")" = task-000001 ]
+	[ "$(cat "$D/mine/task-000001")" = keep ]
+	# --report-suffix runs nothing: served.
+	run --separate-stderr as nobody "$COWRUN" submit --socket "$S" -o "$D/mine" --report-suffix .txt
+	[ "$status" -eq 0 ] || { echo "$stderr" >&2; false; }
+	[ -s "$D/mine/task-000002.txt" ]
+	# The server's own uid: its command runs as itself, as it would run it.
+	mkdir "$D/own" && chown daemon "$D/own"
+	run --separate-stderr as daemon "$COWRUN" submit --socket "$S" -o "$D/own" --report-filter 'id -u'
+	[ "$status" -eq 0 ] || { echo "$stderr" >&2; false; }
+	[ "$(cat "$D/own/task-000000")" = 1 ]
 	stop_server
 	[ "$status" -eq 0 ]
 }

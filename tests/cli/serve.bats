@@ -2,7 +2,8 @@
 # cowrun serve and cowrun submit (issue 18): the setup kept warm in a
 # generation, one leader per request running today's fork-mode batch
 # through the client's own descriptors; reload, status, signals; the
-# peer's uid checked; malformed requests answered, never a crash.  Every
+# peer's uid checked; malformed requests answered, never a crash; the
+# report commands per batch (issue 34).  Every
 # server runs under the reaper: it must leave no process behind.
 
 load serve-helpers
@@ -151,11 +152,12 @@ PY
 	run -0 send_raw 6e6f6e73656e7365
 	[[ "$output" == "CWRP 2 255 bad request: "* ]]
 	# A wrong version, a body length that lies, an unknown type, an
-	# unknown field, a field past the end, a field given twice, a NUL.
+	# unknown field (tag 255: no count of fields reaches it), a field
+	# past the end, a field given twice, a NUL.
 	for msg in "4357525102000100""00000000" \
 		   "435752510100010005000000" \
 		   "435752510100090000000000" \
-		   "435752510100010003000000""090000" \
+		   "435752510100010003000000""ff0000" \
 		   "435752510100010005000000""0105003031" \
 		   "435752510100010008000000""0101003101010032" \
 		   "435752510100010004000000""01010000"; do
@@ -353,6 +355,90 @@ PY
 	grep -q "generation 2 .*is ready" "$D/reload.out"
 	submit >"$D/after.out"
 	cmp "$D/after.out" "$D/direct.out"
+	stop_server
+	[ "$status" -eq 0 ]
+}
+
+SELF="selftest --tasks 6 --report-bytes 300"
+
+@test "served --report-filter 'gzip -n' --report-suffix .gz: gzip -d gives a direct run's reports; the same summary; the next batch is plain" {
+	start_server -j 2 $SELF
+	run -0 --separate-stderr submit -o "$D/served" --report-filter 'gzip -n' --report-suffix .gz
+	[ -z "$stderr" ] || { echo "$stderr" >&2; false; }
+	served_out=$output
+	run -0 --separate-stderr cowrun -j 2 -o "$D/direct" $SELF
+	[ "$served_out" = "$output" ]
+	for k in 0 1 2 3 4 5; do
+		f=$(printf 'task-%06d' "$k")
+		[ ! -e "$D/served/$f" ]
+		gzip -d <"$D/served/$f.gz" | cmp - "$D/direct/$f"
+	done
+	[ "$(ls "$D/served" | wc -l)" -eq 6 ]
+	# What a direct run with the same options leaves, manifest included.
+	run -0 cowrun -j 2 -o "$D/direct.gz" --report-filter 'gzip -n' --report-suffix .gz $SELF
+	diff -r "$D/served" "$D/direct.gz"
+	# The options were that batch's only: the server's next one is plain.
+	run -0 submit -o "$D/plain"
+	diff -r "$D/plain" "$D/direct"
+	stop_server
+	[ "$status" -eq 0 ]
+}
+
+@test "served --report-to: every report reaches the sink, none is kept; a failing sink fails its task as in a direct run" {
+	start_server -j 2 $SELF
+	mkdir "$D/spool"
+	run -0 --separate-stderr submit -o "$D/served" --report-to "sh -c 'cat > $D/spool/{}'"
+	served_out=$output
+	run -0 --separate-stderr cowrun -j 2 -o "$D/direct" $SELF
+	[ "$served_out" = "$output" ]
+	diff -r -x '.cowrun-manifest.*' "$D/spool" "$D/direct"
+	[ "$(ls "$D/spool" | wc -l)" -eq 6 ]
+	[ -z "$(ls -A "$D/served")" ]   # no report, no manifest
+	sink="sh -c 'cat >/dev/null; [ {#} != 4 ] || { echo no paper >&2; exit 5; }'"
+	run -1 --separate-stderr submit -o "$D/served2" --report-to "$sink"
+	served_out=$output served_err=$stderr
+	run -1 --separate-stderr cowrun -j 2 -o "$D/direct2" --report-to "$sink" $SELF
+	[ "$served_out" = "$output" ] && [ "$served_err" = "$stderr" ]
+	[[ "$served_err" == *"task 3 (task-000003) failed: "*"exited with status 5: no paper"* ]]
+	[[ "$served_out" == "tasks 5 of 6 merged,"* ]]
+	[ -z "$(ls -A "$D/served2")" ]
+	# The direct run's refusals, as the batch's usage error.
+	run -255 --separate-stderr submit --report-suffix a/b
+	assert_one_line_error "cowrun: --report-suffix: bad value 'a/b'*"
+	stop_server
+	[ "$status" -eq 0 ]
+}
+
+@test "submit refuses a command longer than a request's field, in one line naming the option and the limit" {
+	start_server -j 2 selftest --tasks 2 --report-bytes 10
+	# sh -c 'cat >/dev/null' xx...x: the x's are its $0, 1023 bytes in all.
+	cmd="sh -c 'cat >/dev/null' "
+	cmd+=$(head -c $((1023 - ${#cmd})) /dev/zero | tr '\0' x)
+	run -255 --separate-stderr submit -o "$D/o" --report-filter="${cmd}x"
+	assert_one_line_error "cowrun: submit: --report-filter: 1024 bytes, longer than a served batch takes (1023 bytes)"
+	run -255 --separate-stderr submit -o "$D/o" --report-to "${cmd}x"
+	assert_one_line_error "cowrun: submit: --report-to: 1024 bytes, longer than a served batch takes (1023 bytes)"
+	# Each at the limit, together more than a request holds.
+	run -255 --separate-stderr submit -o "$D/o" --report-filter "$cmd" --report-to "$cmd" \
+		--tasks "$cmd" --halt "$cmd"
+	assert_one_line_error "cowrun: submit: the request is too long: its options take more than the 4096 bytes a request holds"
+	[ ! -e "$D/o" ]
+	# At the limit it is served.
+	run -0 --separate-stderr submit -o "$D/o" --report-to "$cmd"
+	[[ "$output" == "tasks 2 of 2 merged,"* ]]
+	[ -z "$(ls -A "$D/o")" ]
+	stop_server
+	[ "$status" -eq 0 ]
+}
+
+@test "a workload that writes no reports refuses the report options of a served batch as a direct run does" {
+	start_server -j 2 average
+	run -255 --separate-stderr submit -o "$D/o" --report-to cat
+	served_err=$stderr
+	run -255 --separate-stderr cowrun --report-to cat average
+	[ "$served_err" = "$stderr" ]
+	assert_one_line_error "cowrun: average writes no reports:*"
+	[ ! -e "$D/o" ]
 	stop_server
 	[ "$status" -eq 0 ]
 }

@@ -45,6 +45,61 @@ static void test_request_round_trip(void **unused)
 	assert_string_equal(back.field[PF_HALT], "");
 }
 
+/* The report options (issue 34) travel as given, a shell command's
+ * quotes and spaces included, after the older fields; they carry no
+ * descriptor. */
+static void test_report_fields(void **unused)
+{
+	static struct proto_request rq, back;
+	const char *cmd = "sh -c 'cat > \"/tmp/a b/{}\"'";
+	const char *why = NULL;
+
+	(void)unused;
+	assert_int_equal(PF_REPORT_FILTER, PF_IN_OUTDIR + 1);   /* older clients' tags kept */
+	memset(&rq, 0, sizeof rq);
+	rq.type = PROTO_RUN;
+	assert_int_equal(proto_set(&rq, PF_REPORT_FILTER, "gzip -n"), 0);
+	assert_int_equal(proto_set(&rq, PF_REPORT_TO, cmd), 0);
+	assert_int_equal(proto_set(&rq, PF_REPORT_SUFFIX, ".gz"), 0);
+	assert_int_equal(proto_run_fds(&rq), 3);
+	long len = proto_encode_request(&rq, buf, sizeof buf);
+	assert_int_equal(len, 12 + 3 * 3 + 7 + (long)strlen(cmd) + 3);
+	assert_int_equal(proto_decode_request(buf, (size_t)len, &back, &why), 0);
+	assert_int_equal(back.present, (1u << PF_REPORT_FILTER) | (1u << PF_REPORT_TO) |
+				       (1u << PF_REPORT_SUFFIX));
+	assert_string_equal(back.field[PF_REPORT_FILTER], "gzip -n");
+	assert_string_equal(back.field[PF_REPORT_TO], cmd);
+	assert_string_equal(back.field[PF_REPORT_SUFFIX], ".gz");
+	assert_int_equal(proto_run_fds(&back), 3);
+	/* Tag 13 is PF_REPORT_FILTER's on the wire. */
+	assert_int_equal(buf[12], 13);
+}
+
+/* Each option's field has cowrun's key for it, no two the same; the
+ * fields that are not options, and no field, have none. */
+static void test_field_keys(void **unused)
+{
+	unsigned seen = 0;
+
+	(void)unused;
+	assert_int_equal(proto_field_key(PF_JOBS), 'j');
+	assert_int_equal(proto_field_key(PF_STATS), 'P');
+	assert_int_equal(proto_field_key(PF_REPORT_FILTER), 'e');
+	assert_int_equal(proto_field_key(PF_REPORT_TO), 'd');
+	assert_int_equal(proto_field_key(PF_REPORT_SUFFIX), 'x');
+	assert_int_equal(proto_field_key(PF_RESUME), 0);
+	assert_int_equal(proto_field_key(PF_IN_OUTDIR), 0);
+	assert_int_equal(proto_field_key(PF_COUNT), 0);
+	assert_int_equal(proto_field_key(255), 0);
+	for (unsigned f = 0; f < PF_COUNT; f++) {
+		int key = proto_field_key(f);
+		for (unsigned g = f + 1; key && g < PF_COUNT; g++)
+			assert_int_not_equal(proto_field_key(g), key);
+		seen += key != 0;
+	}
+	assert_int_equal(seen, PF_COUNT - 2);
+}
+
 static void test_request_limits(void **unused)
 {
 	static struct proto_request rq;
@@ -86,7 +141,10 @@ static void test_request_refused(void **unused)
 	expect_refused("CWRQ\1\0\1\0\1\0\0\0", 12, "body length");
 	expect_refused("CWRQ\1\0\7\0\0\0\0\0", 12, "request type");
 	expect_refused("CWRQ\1\0\1\0\2\0\0\0\0\0", 14, "truncated");
-	expect_refused("CWRQ\1\0\1\0\3\0\0\0\x0d\0\0", 15, "unknown field");
+	/* the first tag past the fields, and the last a byte can hold */
+	const unsigned char past[] = { 'C', 'W', 'R', 'Q', 1, 0, 1, 0, 3, 0, 0, 0, PF_COUNT, 0, 0 };
+	expect_refused(past, sizeof past, "unknown field");
+	expect_refused("CWRQ\1\0\1\0\3\0\0\0\xff\0\0", 15, "unknown field");
 	/* PF_IN_OUTDIR (12): five names, '/' between them */
 	expect_refused("CWRQ\1\0\1\0\6\0\0\0\x0c\3\0" "a/b", 18, "5 names");
 	expect_refused("CWRQ\1\0\1\0\x08\0\0\0\x0c\5\0" "/////", 20, "5 names");
@@ -240,6 +298,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_request_round_trip),
+		cmocka_unit_test(test_report_fields),
+		cmocka_unit_test(test_field_keys),
 		cmocka_unit_test(test_request_limits),
 		cmocka_unit_test(test_request_refused),
 		cmocka_unit_test(test_run_fds),
