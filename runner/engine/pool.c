@@ -437,21 +437,51 @@ void pool_reap_later(void)
 	leaving.n = leaving.cap = 0;
 }
 
-/* Reap worker `pid` and what it left in its process group: once it has
- * ended (not yet reaped, so its group's id cannot be taken), SIGKILL the
- * group, so no command a task spawned outlives the worker; then reap the
- * worker, and the group's members that became ours (the pool is a
- * subreaper).  A replacement in the slot starts only after this: its
- * {%} never overlaps the previous command.  Returns what reap_child()
- * does. */
-static pid_t reap_worker_group(pid_t pid, int *status)
+/* Wait, until `deadline` at most, for the members left of group `pgid`
+ * (ours: the pool is a subreaper) to end.  Returns 1 if some are still
+ * running then, 0 if none is left. */
+static int wait_group_until(pid_t pgid, uint64_t deadline)
+{
+	for (;;) {
+		pid_t got = waitpid(-pgid, NULL, WNOHANG);
+		if (got > 0 || (got < 0 && errno == EINTR))
+			continue;
+		if (got < 0)
+			return 0;   /* ECHILD: no member left */
+		if (now_ns() >= deadline)
+			return 1;
+		poll(NULL, 0, 10);
+	}
+}
+
+/*
+ * Reap worker `pid` and what it left in its process group, so no command
+ * a task spawned outlives the worker, and a replacement in the slot (its
+ * {%}) never runs beside the previous command.  Returns what
+ * reap_child() does.
+ *
+ * A worker we sent SIGTERM (`grace_until` in the future) sent it to its
+ * group too: the commands get the rest of the grace period to end, as
+ * the task had (the pool waits, only here).  Reaping the worker first is
+ * safe then: while a member of its group lives, its id is not handed to
+ * a new process.  Any other end: the group is killed while the worker is
+ * still unreaped (waitid WNOWAIT), so its id cannot have been taken.
+ */
+static pid_t reap_worker_group(pid_t pid, int *status, uint64_t grace_until)
 {
 	siginfo_t info;
+	pid_t got;
 
-	while (waitid(P_PID, (id_t)pid, &info, WEXITED | WNOWAIT) != 0 && errno == EINTR)
-		;
-	kill(-pid, SIGKILL);
-	pid_t got = reap_child(pid, status);
+	if (grace_until > now_ns()) {
+		got = reap_child(pid, status);
+		if (wait_group_until(pid, grace_until))
+			kill(-pid, SIGKILL);
+	} else {
+		while (waitid(P_PID, (id_t)pid, &info, WEXITED | WNOWAIT) != 0 && errno == EINTR)
+			;
+		kill(-pid, SIGKILL);   /* its id held by the unreaped worker */
+		got = reap_child(pid, status);
+	}
 	while (waitpid(-pid, NULL, 0) > 0 || errno == EINTR)
 		;
 	return got;
@@ -467,7 +497,9 @@ static void reap_worker(struct pool *p, size_t i)
 		       (long)s->pid, wire_reader_pending(&s->reader));
 	close(s->fd);
 	s->fd = -1;
-	if (reap_worker_group(s->pid, &status) < 0) {
+	uint64_t grace = s->kill_at_ns != UINT64_MAX ? s->kill_at_ns : 0;
+
+	if (reap_worker_group(s->pid, &status, grace) < 0) {
 		/* Not our child any more: nothing to reap. */
 		warnx_("waitpid(%ld): %s", (long)s->pid, strerror(errno));
 		status = 0;
@@ -777,7 +809,7 @@ static void kill_all(struct pool *p)
 			continue;
 		signal_worker(s->pid, SIGKILL);
 		close(s->fd);
-		reap_worker_group(s->pid, NULL);
+		reap_worker_group(s->pid, NULL, 0);
 		s->state = SLOT_DONE;
 	}
 	p->live = 0;

@@ -365,8 +365,12 @@ FILE *cowrun_command(struct cowrun_task *task, const char *cmd, int how)
 	}
 	if (how == COWRUN_TO_REPORT) {
 		FILE *report = cowrun_report(task);
-		if (report == NULL || fflush(report) != 0)
-			goto fail_quietly;
+		if (report == NULL)
+			goto fail_quietly;   /* cowrun_report() said why */
+		if (fflush(report) != 0) {
+			snprintf(why, sizeof why, "cannot write the report: %s", strerror(errno));
+			goto fail;
+		}
 		out = fileno(report);
 	} else {
 		task_report_file(task->name, task->final_path, sizeof task->final_path);
