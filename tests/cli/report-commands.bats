@@ -272,9 +272,10 @@ assert_no_temporary() {
 	diff -r -x '.cowrun-manifest.*' "$BATS_TEST_TMPDIR/plain" "$SPOOL"
 }
 
-@test "--timeout signals the worker's whole group: a sink gets SIGTERM too, and may cancel its job" {
-	# The sink traps SIGTERM and says so; SIGKILL alone would give it no chance.
-	sink="sh -c 'trap \"echo cancelled > $SPOOL/term.{#}; exit 1\" TERM; cat > /dev/null; [ {#} != 2 ] || { sleep 300 & wait; }'"
+@test "--timeout signals the worker's whole group: a sink gets SIGTERM too, and the grace period to cancel its job" {
+	# The sink traps SIGTERM and takes a moment to cancel (0.3 s, well
+	# inside the 2 s grace a task gets); SIGKILL alone would give it none.
+	sink="sh -c 'trap \"sleep 0.3; echo cancelled > $SPOOL/term.{#}; exit 1\" TERM; cat > /dev/null; [ {#} != 2 ] || { sleep 300 & wait; }'"
 	# (4 s: the sink must have set its trap by then, even on a loaded machine.)
 	run --separate-stderr cowrun -j 2 -o "$OUT" --timeout 4 --report-to "$sink" $SELF
 	[ "$status" -ge 1 ]
