@@ -212,10 +212,10 @@ int run_dry(const struct run_config *cfg)
 		printf("tasks      %s\n", cfg->nmerge ? "none: --merge runs no task"
 			: "known after the setup (the workload names them from what it builds)");
 	show_resources(cfg, count, plan != NULL);
-	if (cfg->nmerge == 0)
+	if (cfg->nmerge == 0) {
 		show_commands();
-	if (cfg->nmerge == 0)
 		show_files(cfg, plan, selected, count);
+	}
 	printf("would      start\n");
 	rc = 0;
 	goto out;
