@@ -82,6 +82,14 @@ struct pacer {
 	int64_t next;           /* first cycle end the next line may take */
 };
 
+/* "cowrun-lineprinter: <message><tail>" and a newline, on stderr. */
+static void vsay(const char *fmt, va_list ap, const char *tail)
+{
+	fputs(PROG ": ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fprintf(stderr, "%s\n", tail);
+}
+
 static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* One line on stderr, "cowrun-lineprinter: ...". */
@@ -89,11 +97,9 @@ static void say(const char *fmt, ...)
 {
 	va_list ap;
 
-	fputs(PROG ": ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vsay(fmt, ap, "");
 	va_end(ap);
-	fputc('\n', stderr);
 }
 
 /* ---- options ------------------------------------------------------------ */
@@ -103,13 +109,13 @@ static void bad_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2))
 /* One line: what is wrong, then the usage, so a log keeps both. */
 static void bad_usage(const char *fmt, ...)
 {
+	char tail[256];
 	va_list ap;
 
-	fputs(PROG ": ", stderr);
+	snprintf(tail, sizeof tail, "; %s", usage_line);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vsay(fmt, ap, tail);
 	va_end(ap);
-	fprintf(stderr, "; %s\n", usage_line);
 }
 
 static int parse_printer(const char *s, long *n)

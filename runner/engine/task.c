@@ -154,7 +154,7 @@ void task_report_file_of(const struct cowrun_workload *w, const void *state, siz
 	char name[COWRUN_NAME_MAX] = "";
 
 	w->task_name(state, k, name, sizeof name);
-	snprintf(buf, size, "%s%s", name, route.suffix ? route.suffix : "");
+	task_report_file(name, buf, size);
 }
 
 /* Run `c` on this task's report: standard input `in` read from its
@@ -291,7 +291,7 @@ void task_set_temp_tag(const char *tag)
 void task_report_paths(char *temp, char *final, size_t size, const char *name, long pid)
 {
 	snprintf(temp, size, ".%s%s.%s.%ld.%s.tmp", name, route.suffix, host_tag(), pid, temp_tag);
-	snprintf(final, size, "%s%s", name, route.suffix);
+	task_report_file(name, final, size);
 }
 
 void task_filtered_path(char *buf, size_t size, const char *name, long pid)
