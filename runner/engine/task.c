@@ -397,6 +397,7 @@ FILE *cowrun_command(struct cowrun_task *task, const char *cmd, int how)
 fail:
 	cowrun_task_error(task, "%s", why);
 fail_quietly:
+	task->started.pid = 0;   /* a failed start leaves -1: no command to end */
 	if (fds[0] >= 0) {
 		close(fds[0]);
 		close(fds[1]);

@@ -258,6 +258,16 @@ assert_no_temporary() {
 		[[ "$stderr" == *"task 0 (task-000000) failed: cannot write to 'head': Broken pipe"* ]] || { echo "$stderr" >&2; return 1; }
 		assert_no_leftovers
 	done
+	# A program that is not there: each task fails with one line naming
+	# it; no worker (nor, in serial mode, the run) dies of it.
+	for m in serial fork; do
+		run --separate-stderr cowrun --mode "$m" -o "$OUT.missing-$m" selftest --tasks 3 --report-bytes 10 --command 'no-such-printer-driver {}'
+		[ "$status" -eq 3 ] || { echo "$m: status $status: $stderr" >&2; return 1; }
+		[ "$(grep -c "failed: cannot run 'no-such-printer-driver': No such file or directory$" <<<"$stderr")" -eq 3 ] ||
+			{ echo "$m: $stderr" >&2; return 1; }
+		[ -z "$(ls "$OUT.missing-$m")" ]
+		assert_no_leftovers
+	done
 }
 
 @test "a Python workload's reports go through the filter and to the sink like a C workload's" {
