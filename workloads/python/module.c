@@ -7,6 +7,12 @@
  *       opens one ("w" text, "wb" bytes).  It is written under a temporary
  *       name and committed (flushed, fsynced, renamed) only when run()
  *       returns without an exception; the workload closes it after run().
+ *   cowrun.command(cmd, to="report", mode="w", encoding="utf-8", ...)
+ *       in run(): start CMD as cowrun_command() does and return a file
+ *       writing to its standard input.  to="report": its output is the
+ *       task's report; to="stderr": it goes to standard error.  The
+ *       workload closes the file after run(), and the runner waits for
+ *       CMD: the task fails if it fails.  CommandError if it cannot start.
  *   cowrun.input(path)
  *       in setup(): path is an input of the run (cowrun_input()).
  *   cowrun.task()
@@ -19,6 +25,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -27,6 +34,11 @@ static struct cowrun_task *task;
 static size_t task_index;
 static PyObject *task_name;   /* borrowed from the workload's list */
 static PyObject *report_file; /* what report() opened in this task */
+static PyObject *command_file; /* what command() started in this task */
+static FILE *command_feed;     /* the runner's end of that command's input */
+static int command_feeds_report; /* command(to="report") */
+static int command_broken;      /* its input's pipe broke under the script */
+static PyObject *command_error; /* cowrun.CommandError */
 
 void py_set_phase(enum py_phase p)
 {
@@ -57,6 +69,27 @@ static int is_write_mode(const char *mode)
 	return 0;
 }
 
+/* A Python file over its own descriptor on one of the runner's streams,
+ * as open() makes one: mode "w" text (UTF-8 unless told) or "wb" bytes.
+ * A new reference, or NULL with the exception pending. */
+static PyObject *python_file_on(FILE *f, const char *mode, const char *encoding,
+				const char *errors, const char *newline)
+{
+	int fd = fcntl(fileno(f), F_DUPFD_CLOEXEC, 0);
+	if (fd < 0)
+		return PyErr_SetFromErrno(PyExc_OSError);
+	int binary = strchr(mode, 'b') != NULL;
+	PyObject *io = PyImport_ImportModule("io");
+	PyObject *file = io ? PyObject_CallMethod(io, "open", "isizzzi", fd, mode, -1,
+						  binary ? NULL : (encoding ? encoding : "utf-8"),
+						  errors, newline, 1)
+			    : NULL;
+	Py_XDECREF(io);
+	if (file == NULL)
+		close(fd);
+	return file;
+}
+
 static PyObject *cw_report(PyObject *self, PyObject *args, PyObject *kwargs)
 {
 	static char *keywords[] = { "mode", "encoding", "errors", "newline", NULL };
@@ -74,37 +107,121 @@ static PyObject *cw_report(PyObject *self, PyObject *args, PyObject *kwargs)
 	if (report_file != NULL)
 		return PyErr_Format(PyExc_RuntimeError, "cowrun.report() was already called in "
 				    "this task: a task writes one report");
+	if (command_file != NULL && command_feeds_report)
+		return PyErr_Format(PyExc_RuntimeError, "cowrun.report() after cowrun.command(to="
+				    "\"report\"): the command's output is the report");
 	FILE *f = cowrun_report(task);
-	int fd = f ? fcntl(fileno(f), F_DUPFD_CLOEXEC, 0) : -1;
-	if (fd < 0)
+	if (f == NULL)
 		return PyErr_Format(PyExc_OSError, "cannot create the report of task %zu: %s",
 				    task_index, strerror(errno));
 	/* The script writes through its own descriptor on the runner's open
 	 * file: the runner's FILE stays empty, and its commit fsyncs what the
 	 * script wrote, then renames it. */
-	int binary = strchr(mode, 'b') != NULL;
-	PyObject *io = PyImport_ImportModule("io");
-	report_file = io ? PyObject_CallMethod(io, "open", "isizzzi", fd, mode, -1,
-					       binary ? NULL : (encoding ? encoding : "utf-8"),
-					       errors, newline, 1)
-			 : NULL;
-	Py_XDECREF(io);
-	if (report_file == NULL) {
-		close(fd);
+	report_file = python_file_on(f, mode, encoding, errors, newline);
+	return report_file ? Py_NewRef(report_file) : NULL;
+}
+
+/* Whether the command's input is a pipe its command no longer reads: a
+ * pipe's write end polls POLLERR once no reader is left. */
+static int command_pipe_broken(void)
+{
+	struct pollfd p = { .fd = command_feed ? fileno(command_feed) : -1, .events = POLLOUT };
+
+	return p.fd >= 0 && poll(&p, 1, 0) == 1 && (p.revents & POLLERR);
+}
+
+/* Whether the pending exception is the broken pipe of the command's
+ * input (its command stopped reading): if so, it is cleared, and
+ * remembered for py_close_command().  The runner still fails the task:
+ * the write that broke raised SIGPIPE, held on this thread while the
+ * command runs, and the runner's wait finds it pending (or the command's
+ * own failure, which it names first). */
+static int command_broke(void)
+{
+	if (!PyErr_Occurred() || !PyErr_ExceptionMatches(PyExc_BrokenPipeError) ||
+	    !command_pipe_broken())
+		return 0;
+	PyErr_Clear();
+	command_broken = 1;
+	return 1;
+}
+
+static PyObject *cw_command(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+	static char *keywords[] = { "cmd", "to", "mode", "encoding", "errors", "newline", NULL };
+	const char *cmd, *to = "report", *mode = "w", *encoding = NULL, *errors = NULL,
+		   *newline = NULL;
+
+	(void)self;
+	if (!PyArg_ParseTupleAndKeywords(args, kwargs, "s|sszzz", keywords, &cmd, &to, &mode,
+					 &encoding, &errors, &newline))
 		return NULL;
-	}
-	Py_INCREF(report_file);
-	return report_file;
+	if (phase != PY_PHASE_RUN)
+		return wrong_phase("command", "run()");
+	int to_report = strcmp(to, "report") == 0;
+	if (!to_report && strcmp(to, "stderr") != 0)
+		return PyErr_Format(PyExc_ValueError, "cowrun.command(): to='%s': \"report\" (its "
+				    "output is the task's report) or \"stderr\"", to);
+	if (!is_write_mode(mode))
+		return PyErr_Format(PyExc_ValueError, "cowrun.command(): mode '%s': \"w\" (text) "
+				    "or \"wb\" (bytes)", mode);
+	if (command_file != NULL)
+		return PyErr_Format(PyExc_RuntimeError, "cowrun.command() was already called in "
+				    "this task: one command per task");
+	if (to_report && report_file != NULL)
+		return PyErr_Format(PyExc_RuntimeError, "cowrun.command(to=\"report\") after "
+				    "cowrun.report(): the report is written by one of them");
+	FILE *f = cowrun_command(task, cmd, to_report ? COWRUN_TO_REPORT : COWRUN_TO_STDERR);
+	if (f == NULL)  /* cowrun_task_error() said why: the task fails with that */
+		return PyErr_Format(command_error, "cowrun.command(): '%s' did not start", cmd);
+	command_file = python_file_on(f, mode, encoding, errors, newline);
+	if (command_file == NULL)
+		return NULL;   /* the runner kills the command when run() fails */
+	command_feed = f;
+	command_feeds_report = to_report;
+	return Py_NewRef(command_file);
+}
+
+/* Close what the script opened; the first close that fails leaves its
+ * exception pending and returns -1, the others are closed all the same. */
+static int close_file(PyObject **file)
+{
+	if (*file == NULL)
+		return 0;
+	PyObject *r = PyObject_CallMethod(*file, "close", NULL);
+	Py_CLEAR(*file);
+	Py_XDECREF(r);
+	return r ? 0 : -1;
 }
 
 int py_close_report(void)
 {
-	if (report_file == NULL)
+	return close_file(&report_file);
+}
+
+int py_command_broke(void)
+{
+	return command_file != NULL && command_broke();
+}
+
+int py_close_command(void)
+{
+	if (command_file == NULL)
 		return 0;
-	PyObject *r = PyObject_CallMethod(report_file, "close", NULL);
-	Py_CLEAR(report_file);
-	Py_XDECREF(r);
-	return r ? 0 : -1;
+	int rc = close_file(&command_file);
+	if (rc != 0 && (command_broke() || command_broken)) {
+		PyErr_Clear();   /* the flush of what the pipe refused */
+		rc = 0;
+	}
+	rc = command_broken ? 1 : rc;
+	command_feed = NULL;
+	command_broken = 0;
+	return rc;
+}
+
+int py_command_refused(void)
+{
+	return PyErr_Occurred() && PyErr_ExceptionMatches(command_error);
 }
 
 static PyObject *cw_input(PyObject *self, PyObject *arg)
@@ -143,6 +260,10 @@ static PyMethodDef cowrun_methods[] = {
 	{ "report", (PyCFunction)(void (*)(void))cw_report, METH_VARARGS | METH_KEYWORDS,
 	  "report(mode='w', encoding='utf-8', errors=None, newline=None): this task's report "
 	  "file, committed only if run() returns" },
+	{ "command", (PyCFunction)(void (*)(void))cw_command, METH_VARARGS | METH_KEYWORDS,
+	  "command(cmd, to='report', mode='w', encoding='utf-8', errors=None, newline=None): "
+	  "start cmd; a file writing to its input.  to='report': its output is this task's "
+	  "report; to='stderr': standard error.  The task fails if cmd fails" },
 	{ "input", cw_input, METH_O,
 	  "input(path): in setup(), declare a file the results depend on" },
 	{ "task", cw_task, METH_NOARGS, "task(): (index, name) in run(), else None" },
@@ -152,13 +273,23 @@ static PyMethodDef cowrun_methods[] = {
 
 static struct PyModuleDef cowrun_module = {
 	PyModuleDef_HEAD_INIT, "cowrun",
-	"What a script run by `cowrun python` calls: report(), input(), task(), verbosity().",
+	"What a script run by `cowrun python` calls: report(), command(), input(), task(), "
+	"verbosity().",
 	-1, cowrun_methods, NULL, NULL, NULL, NULL,
 };
 
 PyObject *py_cowrun_module_init(void)
 {
-	return PyModule_Create(&cowrun_module);
+	PyObject *m = PyModule_Create(&cowrun_module);
+
+	if (m == NULL)
+		return NULL;
+	command_error = PyErr_NewException("cowrun.CommandError", PyExc_OSError, NULL);
+	if (command_error == NULL || PyModule_AddObjectRef(m, "CommandError", command_error) != 0) {
+		Py_DECREF(m);
+		return NULL;
+	}
+	return m;
 }
 
 /* ---- the summary's writer ---- */

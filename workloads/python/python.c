@@ -276,23 +276,38 @@ static int task_failed(struct cowrun_task *task, const char *during)
 	return -1;
 }
 
+/* run() failed: close what the script opened, whatever that raises. */
+static void close_streams_quietly(void)
+{
+	if (py_close_report() != 0)
+		PyErr_Clear();
+	if (py_close_command() < 0)
+		PyErr_Clear();
+}
+
 static int py_run(const void *state, size_t k, struct cowrun_task *task)
 {
 	const struct pyjob *job = state;
 	PyObject *name = PyList_GET_ITEM(job->names, (Py_ssize_t)k);
-	int rc = 0;
+	int rc = 0, command;
 
 	py_set_task(task, k, name);
 	py_set_phase(PY_PHASE_RUN);
 	PyObject *result = PyObject_CallFunction(job->run, "OnO", job->state, (Py_ssize_t)k, name);
 	py_set_phase(PY_PHASE_OTHER);
 	if (result == NULL) {
-		rc = task_failed(task, "");
-		py_close_report(); /* the runner removes what it wrote */
+		/* A command that stopped reading: the runner's wait names it. */
+		if (!py_command_broke())
+			rc = py_command_refused() ? -1 : task_failed(task, "");
 		PyErr_Clear();
+		close_streams_quietly(); /* the runner removes what they wrote */
 	} else if (py_close_report() != 0) {
 		rc = task_failed(task, ", closing the report");
-	} else {
+		close_streams_quietly();
+	} else if ((command = py_close_command()) < 0) {
+		rc = task_failed(task, ", closing the command's input");
+		PyErr_Clear();
+	} else if (command == 0) {
 		PyObject *bytes = py_pickle(result);
 		if (bytes == NULL) {
 			char what[512], where[PATH_MAX + 32];

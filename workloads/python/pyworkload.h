@@ -83,6 +83,22 @@ void py_set_task(struct cowrun_task *task, size_t index, PyObject *name);
  * error then is pending).  Returns 0, or -1 with the exception pending. */
 int py_close_report(void);
 
+/* After run() raised: whether the exception is the broken pipe of the
+ * command the script started (cowrun.command()), its command having
+ * stopped reading; if so, it is cleared: the runner's wait fails the
+ * task, naming the command's status or the broken pipe. */
+int py_command_broke(void);
+
+/* After run(): close the command's input the script holds, if any.
+ * Returns 0; 1 if the pipe broke (no exception pending: the runner's wait
+ * fails the task, naming the command's status or the broken pipe: no
+ * result to send); or -1 with the exception pending. */
+int py_close_command(void);
+
+/* Whether the pending exception is cowrun.CommandError: the command did
+ * not start, and cowrun_task_error() has already said why. */
+int py_command_refused(void);
+
 /* A writer over a C FILE, for finish(state, out): write(str) and flush().
  * A new reference, or NULL with the exception pending. */
 PyObject *py_writer_new(FILE *out);
