@@ -65,6 +65,19 @@ The cowrun module (import cowrun; only under cowrun python):
         ("wb" for bytes).  Written under a temporary name and committed
         (flushed, fsynced, renamed) only when run() returns; removed when
         it raises.  One report per task; cowrun closes it after run().
+    cowrun.command(cmd, to="report", mode="w", encoding="utf-8", ...)
+        in run(): start cmd (posix_spawn: no copy of the setup's pages) and
+        return a file writing to its standard input.  to="report": its
+        output is the task's report, kept as report()'s is (then do not
+        call report()); to="stderr": its output goes to standard error.
+        cmd is split into words, or run by /bin/sh -c when it has shell
+        syntax; {} {#} {%} are the report's file name, the task's number
+        from 1 and the worker's slot.  cowrun closes the file after run()
+        and waits: the task fails, naming cmd, its status and its last
+        stderr line, if it fails or stops reading.  It is killed with its
+        task (--timeout, --halt now).  cowrun.CommandError (an OSError) if
+        it cannot start; uncaught, the task fails with that one line.
+        One command per task.
     cowrun.input(path)       in setup(): path is an input of the run
     cowrun.task()            in run(): (i, name); None elsewhere
     cowrun.verbosity()       1 under cowrun -v, else 0
