@@ -182,8 +182,8 @@ static PyObject *cw_command(PyObject *self, PyObject *args, PyObject *kwargs)
 	return Py_NewRef(command_file);
 }
 
-/* Close what the script opened; the first close that fails leaves its
- * exception pending and returns -1, the others are closed all the same. */
+/* Close a file the script was given, and drop it.  Returns 0, or -1 with
+ * the close's exception pending (the file is dropped all the same). */
 static int close_file(PyObject **file)
 {
 	if (*file == NULL)
