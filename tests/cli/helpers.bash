@@ -27,6 +27,13 @@ assert_no_leftovers() {
 	fi
 }
 
+# assert_no_temporary DIR: no temporary file (.NAME....tmp) left in DIR.
+assert_no_temporary() {
+	local left
+	left=$(find "$1" -name '.*.tmp' | head -3)
+	[ -z "$left" ] || { echo "temporary files left: $left" >&2; return 1; }
+}
+
 # assert_one_line_error PATTERN: stderr is exactly one line matching PATTERN.
 assert_one_line_error() {
 	local lines

@@ -21,13 +21,6 @@ plain_reports() {
 	[ "$status" -eq 0 ] || { echo "plain run failed: $stderr" >&2; return 1; }
 }
 
-# No temporary file left in DIR.
-assert_no_temporary() {
-	local left
-	left=$(find "$1" -name '.*.tmp' | head -3)
-	[ -z "$left" ] || { echo "temporary files left: $left" >&2; return 1; }
-}
-
 @test "python: cowrun.command('gzip -n') writes each report through gzip, text or bytes, in serial and fork modes; gzip -d gives a plain run's bytes" {
 	plain_reports 5
 	for m in serial fork; do

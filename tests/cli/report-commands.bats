@@ -22,13 +22,6 @@ plain_reports() {
 	[ "$status" -eq 0 ] || { echo "plain run failed: $stderr" >&2; return 1; }
 }
 
-# No temporary file left in DIR.
-assert_no_temporary() {
-	local left
-	left=$(find "$1" -name '.*.tmp' | head -3)
-	[ -z "$left" ] || { echo "temporary files left: $left" >&2; return 1; }
-}
-
 @test "--report-filter gzip with --report-suffix .gz: gzip -d gives back a plain run's bytes, in every mode" {
 	plain_reports $SELF
 	for m in fork serial omp; do
