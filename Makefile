@@ -298,6 +298,7 @@ bench: deps all
 	compare/compare --jobs 1,2,4,8,16,32 --reps $(BENCH_REPS) --modes fork,omp --workload printer
 	$(BENCH) --modes fork,parallel-task,parallel-shard --workload legacy
 	compare/bench-python
+	compare/bench-tasks-per-worker
 	compare/bench-spawn
 	plots/plot results/sales.csv results/sales-timeline.csv results/average.csv \
 		results/selftest.csv results/risk.csv results/printer.csv results/legacy.csv

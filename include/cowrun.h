@@ -231,6 +231,14 @@ int cowrun_input(const char *path);
 /* How verbose the run is: 0, or 1 for -v.  (ABI 4.) */
 int cowrun_verbosity(void);
 
+/* In a worker, the run's --tasks-per-worker quota: how many tasks this
+ * process runs before it leaves and a fresh fork of the parent takes its
+ * place; 0 when there is none (and outside a fork-mode worker).  With 1,
+ * every task sees the state as the parent holds it, whatever an earlier
+ * task changed: a workload may then skip its checks for changed state.
+ * (ABI 5.) */
+unsigned long long cowrun_tasks_per_worker(void);
+
 
 /* v with thousands separators, "-1,234,567", into buf (32 bytes always
  * fit), locale-free, so reports are byte-identical everywhere.  Returns

@@ -69,6 +69,9 @@ static void usage(FILE *out)
 "                      now,fail=P%%, soon,success=N (now kills running tasks,\n"
 "                      soon lets them finish)\n"
 "      --timeout SECS  fail a task running longer (SIGTERM, SIGKILL 2 s later)\n"
+"      --tasks-per-worker N  a worker that has run N tasks exits and a fresh\n"
+"                      fork of the parent takes its place: 1 gives every task\n"
+"                      the setup's state as it was (fork mode only)\n"
 "      --memfree SIZE  hand out no task while less memory than SIZE is\n"
 "                      available (MemAvailable, cgroup limits); below half\n"
 "                      of it, kill the worker that started its task last and\n"
@@ -153,6 +156,7 @@ static int parse_cli(int argc, char **argv, struct run_config *cfg)
 		{ "retries", required_argument, NULL, 'y' },
 		{ "halt", required_argument, NULL, 'H' },
 		{ "timeout", required_argument, NULL, 't' },
+		{ "tasks-per-worker", required_argument, NULL, 'k' },
 		{ "memfree", required_argument, NULL, 'K' },
 		{ "bar", optional_argument, NULL, 'B' },
 		{ "no-huge-pages", no_argument, NULL, 'N' },

@@ -103,6 +103,7 @@ static int pool_init(struct pool *p, struct batch *b, size_t workers,
 	p->stats = stats;
 	p->parent_pid = getpid();
 	p->timeout_ns = opt->timeout_ns;
+	p->tasks_per_worker = opt->tasks_per_worker;
 	p->catch_frozen_writes = opt->catch_frozen_writes;
 	p->measure_memory = opt->measure_memory;
 	p->memfree = opt->memfree;
@@ -209,6 +210,7 @@ static int spawn_worker(struct pool *p, size_t i)
 	atomic_store(&p->shared_slots[i].current, NO_TASK);
 	atomic_store(&p->shared_slots[i].chunk_start, 0);
 	atomic_store(&p->shared_slots[i].chunk_end, 0);
+	atomic_store(&p->shared_slots[i].claimed, 0);
 	pid_t pid = start_worker(p, i, fds, &took);
 	if (pid < 0) {
 		int saved = errno;
@@ -253,9 +255,25 @@ static void abandon_pending(struct pool *p, const char *why)
 			batch_failed(p->batch, batch_task(p->batch, i), why);
 }
 
-/* After deaths: fork replacements while the table has room and there is
- * unclaimed work for them.  A fork failure with workers still alive only
- * shrinks the pool. */
+/* Live workers that can still claim a task: all of them, less those
+ * that have used their --tasks-per-worker quota and are about to leave. */
+static size_t workers_with_quota(const struct pool *p)
+{
+	size_t n = 0;
+
+	if (p->tasks_per_worker == 0)
+		return p->live;
+	for (size_t i = 0; i < p->nworkers; i++)
+		if (p->slots[i].state == SLOT_BUSY &&
+		    atomic_load(&p->shared_slots[i].claimed) < p->tasks_per_worker)
+			n++;
+	return n;
+}
+
+/* After deaths, or workers leaving at their --tasks-per-worker quota:
+ * fork replacements while the table has room and there is unclaimed work
+ * for them.  A fork failure with workers still alive only shrinks the
+ * pool. */
 static int top_up(struct pool *p)
 {
 	if (batch_stopping(p->batch))
@@ -267,7 +285,7 @@ static int top_up(struct pool *p)
 	for (size_t i = 0; i < p->nworkers; i++) {
 		if (p->slots[i].state == SLOT_BUSY)
 			continue;
-		if (p->live >= tasks_unclaimed(p))
+		if (workers_with_quota(p) >= tasks_unclaimed(p))
 			break;
 		if (spawn_worker(p, i) != 0) {
 			warnx_("cannot fork a worker: %s", strerror(errno));

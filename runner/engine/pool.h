@@ -15,6 +15,9 @@
 
 struct pool_options {
 	uint64_t timeout_ns;     /* --timeout per task; 0: none */
+	uint64_t tasks_per_worker; /* --tasks-per-worker: a worker that has run
+				    * this many tasks leaves, and a fresh fork of
+				    * the parent takes its place; 0: no limit */
 	int catch_frozen_writes; /* the setup arena is frozen: name writers */
 	int measure_memory;      /* workers read their Pss (--stats, --verbose) */
 	size_t memfree;          /* --memfree SIZE in bytes; 0: off */

@@ -36,6 +36,7 @@ struct shared_slot {
 	_Atomic uint64_t current_start; /* CLOCK_MONOTONIC when it began */
 	_Atomic uint64_t chunk_start;   /* claimed positions whose results */
 	_Atomic uint64_t chunk_end;     /* may still be unsent */
+	_Atomic uint64_t claimed;       /* tasks this worker has claimed since its fork */
 	char fault[192];                /* why it exited WORKER_EXIT_FROZEN */
 } __attribute__((aligned(64)));
 
@@ -92,6 +93,7 @@ struct pool {
 	pid_t parent_pid;
 	size_t deaths_since_progress;
 	uint64_t timeout_ns;      /* --timeout, 0: none */
+	uint64_t tasks_per_worker; /* --tasks-per-worker: a worker's quota; 0: none */
 	int send_timing;          /* workers send WIRE_TIMING frames */
 	uint64_t fork_started_ns; /* when the parent called fork() for it */
 	int catch_frozen_writes;  /* workers trap writes to the setup arena */

@@ -40,6 +40,18 @@ int cowrun_verbosity(void)
 	return verbosity;
 }
 
+static uint64_t tasks_per_worker;
+
+void task_set_tasks_per_worker(uint64_t quota)
+{
+	tasks_per_worker = quota;
+}
+
+unsigned long long cowrun_tasks_per_worker(void)
+{
+	return tasks_per_worker;
+}
+
 void cowrun_error(const char *fmt, ...)
 {
 	char *message = NULL;

@@ -104,6 +104,10 @@ void task_set_current_workload(const char *name);
 /* The -v level cowrun_verbosity() tells the workload. */
 void task_set_verbosity(int verbose);
 
+/* The --tasks-per-worker quota cowrun_tasks_per_worker() tells the
+ * workload: set in each worker after its fork. */
+void task_set_tasks_per_worker(uint64_t quota);
+
 /* How many messages cowrun_error() has printed in this process so far: a
  * caller compares the counts before and after a workload's call. */
 unsigned long task_errors_reported(void);

@@ -87,11 +87,26 @@ static void wait_while_held(struct pool *p)
 		nanosleep(&pause, NULL);
 }
 
-/* Claim work and publish the claim.  Returns 0 when nothing is left. */
+/* --tasks-per-worker: how many more tasks this worker may claim (all
+ * it wants when there is no quota). */
+static uint64_t quota_left(const struct pool *p, const struct shared_slot *me, uint64_t want)
+{
+	if (p->tasks_per_worker == 0)
+		return want;
+	uint64_t claimed = atomic_load_explicit(&me->claimed, memory_order_relaxed);
+	uint64_t left = claimed < p->tasks_per_worker ? p->tasks_per_worker - claimed : 0;
+
+	return want < left ? want : left;
+}
+
+/* Claim work and publish the claim.  Returns 0 when nothing is left, or
+ * when this worker has used its quota (a fresh fork takes its place). */
 static int claim(struct pool *p, struct shared_slot *me, uint64_t want, struct claim *c)
 {
 	uint64_t count = batch_count(p->batch);
 
+	if ((want = quota_left(p, me, want)) == 0)
+		return 0;
 	wait_while_held(p);
 	if (atomic_load_explicit(&p->shared->stop, memory_order_relaxed))
 		return 0;
@@ -99,14 +114,17 @@ static int claim(struct pool *p, struct shared_slot *me, uint64_t want, struct c
 	if (c->requeued) {
 		c->count = 1;
 		publish_claim(me, 0, 0);
-		return 1;
+	} else {
+		uint64_t start = atomic_fetch_add(&p->shared->next_task, want);
+		if (start >= count)
+			return 0;
+		c->first = start;
+		c->count = start + want < count ? want : count - start;
+		publish_claim(me, start, start + c->count);
 	}
-	uint64_t start = atomic_fetch_add(&p->shared->next_task, want);
-	if (start >= count)
-		return 0;
-	c->first = start;
-	c->count = start + want < count ? want : count - start;
-	publish_claim(me, start, start + c->count);
+	/* The parent reads it to know whether this worker can take more
+	 * (pool.c's top_up()). */
+	atomic_fetch_add_explicit(&me->claimed, c->count, memory_order_relaxed);
 	return 1;
 }
 
@@ -207,6 +225,7 @@ void worker_main(struct pool *p, size_t slot, int fd)
 	task_init(&task, p->batch->workload, batch_outdir_label(p->batch),
 		  batch_outdir_fd(p->batch));
 	task.slot = slot + 1;   /* {%}: a replacement takes its predecessor's */
+	task_set_tasks_per_worker(p->tasks_per_worker);
 	for (;;) {
 		/* Flush before claiming: unsent results stay in one chunk. */
 		if (wire_flush(&out) != 0)

@@ -131,6 +131,12 @@ int run_config_set(struct run_config *cfg, int key, const char *arg)
 			return 0;
 		warnx_("--timeout: bad value '%s': expected seconds, 0.001 or more", arg);
 		return EXIT_USAGE;
+	case 'k':
+		if (parse_ll(arg, 1, 1000000000, &cfg->tasks_per_worker) == 0)
+			return 0;
+		warnx_("--tasks-per-worker: bad value '%s': expected a number of tasks, 1 or more",
+		       arg);
+		return EXIT_USAGE;
 	case 'K':
 		if (parse_size(arg, &cfg->memfree) == 0 && cfg->memfree > 0)
 			return 0;
@@ -210,6 +216,11 @@ int run_config_check(const struct run_config *cfg)
 	}
 	if (cfg->timeout_s > 0 && cfg->mode != MODE_FORK) {
 		warnx_("--timeout needs --mode fork: only a worker process can be stopped");
+		return EXIT_USAGE;
+	}
+	if (cfg->tasks_per_worker > 0 && cfg->mode != MODE_FORK) {
+		warnx_("--tasks-per-worker needs --mode fork: only a worker process can be "
+		       "replaced by a fresh fork (serial is the reference run in one process)");
 		return EXIT_USAGE;
 	}
 	if ((cfg->report_filter || cfg->report_to || cfg->report_suffix) &&

@@ -48,6 +48,7 @@ struct run_config {
 	long long retries;
 	struct halt_policy halt;
 	double timeout_s;
+	long long tasks_per_worker; /* --tasks-per-worker N; 0: a worker runs any number */
 	size_t memfree;           /* --memfree bytes; 0: off */
 	int bar;                  /* 0 off, 1 on a terminal, 2 always */
 	int no_huge_pages, no_freeze;
@@ -76,7 +77,8 @@ void run_config_init(struct run_config *cfg);
  * Set the option that takes a value, named by its short key as the
  * command line's getopt table has it ('j' -j, 'm' --mode, 'o' --outdir,
  * 'T' --tasks, 'S' --shard, 'R' --save-results, 'M' --merge, 'L'
- * --timeline, 'J' --joblog, 'y' --retries, 'H' --halt, 't' --timeout, 'B'
+ * --timeline, 'J' --joblog, 'y' --retries, 'H' --halt, 't' --timeout, 'k'
+ * --tasks-per-worker, 'B'
  * --bar, 'P' --stats, 'X' --metrics, 'K' --memfree, 'W' --workload, 'I'
  * --not-input, 'e' --report-filter, 'd' --report-to, 'x'
  * --report-suffix), checking the value.  An option

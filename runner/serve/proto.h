@@ -56,6 +56,7 @@ enum proto_field {
 	PF_REPORT_FILTER, /* --report-filter, --report-to: the command as */
 	PF_REPORT_TO,     /* given; run as the client (identity.c) */
 	PF_REPORT_SUFFIX, /* --report-suffix */
+	PF_TASKS_PER_WORKER, /* --tasks-per-worker */
 	PF_COUNT
 };
 

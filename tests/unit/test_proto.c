@@ -87,6 +87,7 @@ static void test_field_keys(void **unused)
 	assert_int_equal(proto_field_key(PF_REPORT_FILTER), 'e');
 	assert_int_equal(proto_field_key(PF_REPORT_TO), 'd');
 	assert_int_equal(proto_field_key(PF_REPORT_SUFFIX), 'x');
+	assert_int_equal(proto_field_key(PF_TASKS_PER_WORKER), 'k');
 	assert_int_equal(proto_field_key(PF_RESUME), 0);
 	assert_int_equal(proto_field_key(PF_IN_OUTDIR), 0);
 	assert_int_equal(proto_field_key(PF_COUNT), 0);
