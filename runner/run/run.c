@@ -28,6 +28,7 @@
 #include "workload/options.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -555,6 +556,10 @@ static void say_setup(const struct run_config *cfg, const struct batch *b, uint6
 	       cfg->no_freeze ? ", writable" : ", frozen");
 }
 
+/* -o made absolute before the setup (run_setup()): one direct run, or
+ * one served generation, per process. */
+static char outdir_at[PATH_MAX];
+
 int run_setup(const struct run_config *cfg, struct batch *b, uint64_t *t0)
 {
 	if (setup_arena_init(!cfg->no_huge_pages) != 0)
@@ -562,6 +567,10 @@ int run_setup(const struct run_config *cfg, struct batch *b, uint64_t *t0)
 	*t0 = now_ns();
 	b->workload = cfg->workload;
 	b->outdir = cfg->outdir;
+	/* Taken now: the setup may change the working directory (os.chdir()),
+	 * and the reports still go where -o said (not created yet). */
+	absolute_path(cfg->outdir, outdir_at, sizeof outdir_at);
+	b->outdir_at = outdir_at;
 	b->verbose = cfg->verbose;
 	setup_threads_set(run_choose_setup_threads(cfg));
 	setup_threads_used_reset();
