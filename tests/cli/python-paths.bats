@@ -101,13 +101,28 @@ PY
 	run --separate-stderr cowrun -j 2 -o rep python "$T/cd.py"
 	[ "$status" -eq 0 ]
 	[ -f rep/a ] && [ ! -e sub/rep ]
-	# --resume across the chdir: the identity is the same both times.
-	rm -rf out
-	run --separate-stderr cowrun -j 2 --joblog "$T/jl" python cd.py
-	[ "$status" -eq 0 ]
-	run --separate-stderr cowrun -j 2 --joblog "$T/jl" --resume python cd.py
-	[ "$status" -eq 0 ] || { echo "$stderr" >&2; return 1; }
-	[ "$output" = "done" ]
+}
+
+@test "python paths: os.chdir() in setup(): the side files stay where given, and --resume finds its journal and the same identity" {
+	write_cd_script
+	for mode in "-j 2" "--mode serial"; do
+		rm -rf out jl jl.res r.res st tl m.prom sub/*
+		# shellcheck disable=SC2086  # the mode's words
+		run --separate-stderr cowrun $mode --joblog jl --save-results r.res --timeline tl \
+			--stats st --metrics m.prom python cd.py
+		[ "$status" -eq 0 ] || { echo "$mode: $status: $stderr" >&2; return 1; }
+		assert_no_leftovers
+		[ -s jl ] && [ -s jl.res ] && [ -s r.res ] && [ -s tl ] && [ -s m.prom ]
+		[ "$mode" = "--mode serial" ] || [ -s st ]
+		[ -z "$(ls -A sub)" ] || { echo "$mode: in sub: $(ls -A sub)" >&2; return 1; }
+		assert_no_temporary .
+		# The same identity after the chdir: every task settled.
+		# shellcheck disable=SC2086
+		run --separate-stderr cowrun $mode --joblog jl --resume python cd.py
+		[ "$status" -eq 0 ] || { echo "$mode resume: $status: $stderr" >&2; return 1; }
+		[ "$output" = "done" ] && [ -z "$(ls -A sub)" ]
+		[ "$(grep -c . jl)" -eq 4 ]   # the header and the first run's 3 lines
+	done
 }
 
 @test "python paths: a setup that writes an input it was given is refused in one line naming --not-input; with it the run passes" {
