@@ -630,14 +630,14 @@ static char metrics_at[PATH_MAX];
  * by the absolute paths taken before it; messages name them so. */
 static void setup_moved(const struct run_config *cfg, struct batch *b, struct sidefiles *files)
 {
-	char cwd[PATH_MAX];
-
 	if (!setup_cwd.moved)
 		return;
-	if (cfg->verbose)
+	if (cfg->verbose) {
+		char cwd[PATH_MAX];
 		warnx_("%s: the setup changed the working directory to '%s': cowrun's own files "
 		       "stay where they were given", b->workload->name,
 		       getcwd(cwd, sizeof cwd) ? cwd : "?");
+	}
 	b->outdir = b->outdir_at;
 	sidefiles_rebase(files);
 	if (metrics.path)

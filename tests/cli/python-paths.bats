@@ -198,6 +198,29 @@ PY
 	[ "$(ls -A out | grep -c '^\.cowrun-manifest\.python\.script-')" -eq 2 ]
 }
 
+@test "python paths: --dry-run names the manifest the run then writes, keyed by the script's path" {
+	cat >planned.py <<'PY'
+import cowrun
+def plan(argv):
+    return ["a"]
+def setup(argv):
+    return None
+def tasks(state):
+    return ["a"]
+def run(state, i, name):
+    with cowrun.report() as f:
+        f.write(name)
+PY
+	run --separate-stderr cowrun --dry-run python planned.py
+	[ "$status" -eq 0 ]
+	local name
+	name=$(printf '%s\n' "$output" | sed -n 's|.*out/\(\.cowrun-manifest\.python\.script-[0-9a-f]\{16\}\)  (the run.s manifest)$|\1|p')
+	[ -n "$name" ] || { echo "no manifest line: $output" >&2; return 1; }
+	run --separate-stderr cowrun python planned.py
+	[ "$status" -eq 0 ]
+	[ "$(ls -A out | grep '^\.cowrun-manifest')" = "$name" ]
+}
+
 @test "python paths: an edited script keeps its manifest: its own earlier reports are still found stale, and --clean removes only them" {
 	write_report_script one
 	write_report_script two
