@@ -70,7 +70,8 @@ static const char helper_source[] =
 	"                any(f.startswith(r) for r in roots) or not os.path.isfile(f):\n"
 	"            continue\n"
 	"        found.add(f)\n"
-	"    return sorted(found)\n"
+	"    here = os.path.join(os.path.dirname(script), '')\n"
+	"    return sorted(found, key=lambda f: (not f.startswith(here), f))\n"
 	"def describe():\n"
 	"    return sys.version.split()[0], sys.executable, sys.prefix, \\\n"
 	"        [p for p in sys.path if p], getattr(sys, 'base_prefix', '')\n";
@@ -384,24 +385,27 @@ int py_declare_own_modules(void)
 {
 	PyObject *fn = PyDict_GetItemString(helpers, "own_modules"); /* borrowed */
 	PyObject *list = fn ? PyObject_CallFunction(fn, "s", script_path) : NULL;
-	int rc = list ? 0 : -1;
+	Py_ssize_t n = list ? PyList_GET_SIZE(list) : 0, i = 0;
 
 	if (list == NULL) {
 		char what[512], where[PATH_MAX + 32];
 		py_describe_error(what, sizeof what, where, sizeof where, 0);
 		cowrun_error("%s: cannot list the script's own modules: %s", script_path, what);
+		return -1;
 	}
-	for (Py_ssize_t i = 0; rc == 0 && i < PyList_GET_SIZE(list); i++) {
+	/* Those beside the script come first: past cowrun_input()'s limit
+	 * (its line says so) the rest are named as not recorded. */
+	for (; i < n; i++) {
 		const char *path = PyUnicode_AsUTF8(PyList_GET_ITEM(list, i));
-		if (path == NULL || cowrun_input(path) != 0) {
-			PyErr_Clear();
-			cowrun_error("%s: the script's module '%s' could not be recorded as an input: "
-				     "no batch ran", script_path, path ? path : "?");
-			rc = -1;
-		}
+		if (path == NULL || cowrun_input(path) != 0)
+			break;
 	}
-	Py_XDECREF(list);
-	return rc;
+	PyErr_Clear();
+	if (i < n)
+		cowrun_error("%s: %zd of the script's %zd own modules are not recorded as inputs: "
+			     "--resume and --merge cannot see them change", script_path, n - i, n);
+	Py_DECREF(list);
+	return 0;
 }
 
 /* ---- errors ---- */

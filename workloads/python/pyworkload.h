@@ -72,7 +72,8 @@ PyObject *py_unpickle(const void *bytes, size_t len);
  * prefixes and site-packages (the script's own: a helper beside it, a
  * directory of PYTHONPATH) is recorded as an input, so that --resume and
  * --merge refuse results of other code.  The script itself is one
- * already.  Returns 0 or -1 after one line.
+ * already.  Past cowrun_input()'s limit the rest are named in one line,
+ * not recorded.  Returns 0, or -1 after one line (they cannot be listed).
  */
 int py_declare_own_modules(void);
 
