@@ -170,6 +170,10 @@ PY
 	[ "$status" -eq 0 ]
 	# The script and helper.py: json (the interpreter's) is no input.
 	[[ "$stderr" == *"python: 2 inputs, "* ]]
+	# Nor numpy (Debian's dist-packages).
+	printf 'import numpy\n' | cat - uses_helper.py >np.py
+	run --separate-stderr cowrun -v python np.py
+	[ "$status" -eq 0 ] && [[ "$stderr" == *"python: 2 inputs, "* ]]
 	run --separate-stderr cowrun --shard 0/2 --save-results r0.res python uses_helper.py
 	[ "$status" -eq 0 ] || { echo "$stderr" >&2; return 1; }
 	run --separate-stderr cowrun --shard 1/2 --save-results r1.res python uses_helper.py
@@ -267,4 +271,27 @@ legacy_manifest() {
 	TASKS=1 run --separate-stderr cowrun python two.py
 	assert_one_line_error "cowrun: python: 2 stale reports in 'out' *: two-1, two-2; --clean removes them"
 	[ ! -e out/.cowrun-manifest.python ]
+}
+
+@test "python paths: past cowrun.input()'s 256 files the script's other modules are named in one line, and the run goes on" {
+	mkdir lib
+	python3 - <<'PY'
+for i in range(300):
+    open("lib/m%03d.py" % i, "w").write("X = %d\n" % i)
+open("many.py", "w").write("""import importlib, sys
+sys.path.append("lib")
+for i in range(300):
+    importlib.import_module("m%03d" % i)
+def setup(argv):
+    return None
+def tasks(state):
+    return ["a"]
+def run(state, i, name):
+    return 1
+""")
+PY
+	run --separate-stderr cowrun python many.py
+	[ "$status" -eq 0 ] && assert_no_leftovers
+	[[ "$stderr" == *"cowrun: python: $T/many.py: 44 of the script's 300 own modules are not recorded as inputs: --resume and --merge cannot see them change"* ]]
+	[ "$(printf '%s\n' "$stderr" | grep -c .)" -eq 2 ]   # and cowrun_input()'s own line
 }
