@@ -223,7 +223,7 @@ void cowrun_input_hash(int fd, uint64_t hash);
  * setup: a --resume refuses such a file once the setup has run, where an
  * input its arguments name is refused before.  A merge without setup
  * (merge_setup) takes these inputs as the results saved them.  Returns 0,
- * or -1 after a message (called outside setup(), more than 64 files). */
+ * or -1 after a message (called outside setup(), more than 256 files). */
 int cowrun_input(const char *path);
 
 /* ---- what a workload calls ------------------------------------------- */

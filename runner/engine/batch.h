@@ -37,6 +37,9 @@ struct batch {
 	void *state;
 	size_t ntasks;
 	const char *outdir;      /* where reports go (its name, in messages) */
+	const char *outdir_at;   /* outdir made absolute before the setup, which may
+				  * change the working directory: what it is created
+				  * and opened by; NULL: outdir */
 	int outdir_fd;           /* the output directory, open once outdir_open is set: */
 	int outdir_open;         /* every report is made relative to it, never by name */
 	int outdir_by_fd;        /* set: outdir_fd is a served client's, not opened by name */

@@ -163,7 +163,8 @@ static void remove_leftovers(const struct batch *b, pid_t child)
 	char name[COWRUN_NAME_MAX];
 	/* The child opened the output directory after the fork; a served
 	 * batch's was open before it. */
-	int dirfd = b->outdir_open ? b->outdir_fd : open_dir_nofollow(b->outdir);
+	const char *at = b->outdir_at ? b->outdir_at : b->outdir;
+	int dirfd = b->outdir_open ? b->outdir_fd : open_dir_nofollow(at);
 
 	for (size_t i = 0; dirfd >= 0 && i < area->nslots; i++) {
 		uint64_t k = atomic_load(&area->slots[i].current);

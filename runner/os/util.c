@@ -485,6 +485,19 @@ int hold_standard_fds(void)
 	return closed;
 }
 
+int absolute_path(const char *path, char *buf, size_t size)
+{
+	char cwd[PATH_MAX];
+
+	if (path[0] == '/' || getcwd(cwd, sizeof cwd) == NULL ||
+	    (size_t)snprintf(buf, size, "%s/%s", strcmp(cwd, "/") == 0 ? "" : cwd,
+			     strncmp(path, "./", 2) == 0 ? path + 2 : path) >= size) {
+		snprintf(buf, size, "%s", path);
+		return path[0] == '/' ? 0 : -1;
+	}
+	return 0;
+}
+
 int make_dirs(const char *path)
 {
 	return make_dirs_noting(path, NULL, 0);

@@ -130,6 +130,13 @@ int hold_standard_fds(void);
  * or ENOTDIR then).  Returns the descriptor, or -1 with errno. */
 int open_dir_nofollow(const char *path);
 
+/* `path` made absolute against the working directory now (".." and
+ * links left as they are: the same file the path names now), for a path
+ * the run uses after its setup, which may change the working directory.
+ * Written into buf; returns 0, or -1 (no working directory, or too long:
+ * buf then holds path as given). */
+int absolute_path(const char *path, char *buf, size_t size);
+
 /* mkdir -p: create dir and its missing parents (mode 0777 & ~umask).
  * Returns 0, or -1 with errno set. */
 int make_dirs(const char *path);

@@ -9,6 +9,7 @@
 #define _GNU_SOURCE
 #include "run.h"
 #include "manifest.h"
+#include "inputs.h"
 #include "outdir.h"
 #include "resume.h"
 #include "engine/task.h"
@@ -111,7 +112,7 @@ static void show_files(const struct run_config *cfg, const void *plan, const siz
 		if (cfg->report_to)
 			printf("  %-8s %zu reports to --report-to, none kept in %s\n", "send",
 			       count, cfg->outdir);
-		manifest_name(w->name, &cfg->selection, name, sizeof name);
+		manifest_name(w->name, inputs_script(), &cfg->selection, name, sizeof name);
 		snprintf(path, sizeof path, "%s/%s", cfg->outdir, name);
 		if (!cfg->report_to)
 			file_line(path, "(the run's manifest)", 0);

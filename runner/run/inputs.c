@@ -11,14 +11,20 @@
 #include "os/util.h"
 #include "workload/options.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
-/* At most this many files declared by cowrun_input() in one setup. */
-#define DECLARED_MAX 64
+/* At most this many files declared by cowrun_input() in one setup (a
+ * Python script's own modules among them). */
+#define DECLARED_MAX 256
 /* The label of such an input in the identity. */
 #define DECLARED_LABEL "cowrun_input"
 
@@ -27,6 +33,8 @@ struct input {
 	int first;
 	char option[72];         /* "--input" */
 	const char *given;       /* the value, as given */
+	char at[PATH_MAX];       /* `given` made absolute before the setup, which may
+				  * change the working directory: looked at by this */
 	int guessed;             /* taken for one: its value names a file */
 	int maybe;               /* a merge without setup: a guess not yet settled */
 	struct inputid before;   /* before the setup */
@@ -202,8 +210,9 @@ int inputs_find(const struct cowrun_workload *w, int argc, char **argv,
 		in->given = own_argv(w) ? own_value(argv[t.first]) : t.value;
 		in->guessed = own_argv(w) ? t.first > 1 : kind_of(t.option) != COWRUN_OPT_INPUT;
 		in->maybe = kind == 2;
+		absolute_path(in->given, in->at, sizeof in->at);
 		if (look)
-			inputid_stat(&in->before, in->given);
+			inputid_stat(&in->before, in->at);
 		in->id = in->before;
 	}
 	return 0;
@@ -282,14 +291,54 @@ int inputs_check_journal(const struct cowrun_workload *w, const char *journal)
 	return rc;
 }
 
+/* Does this process hold the file `id` names open for writing (the
+ * setup opened it so, a sqlite database it keeps)? */
+static int open_for_writing_here(const struct inputid *id)
+{
+	DIR *d = id->kind == INPUT_FILE ? opendir("/proc/self/fd") : NULL;
+	int found = 0;
+
+	for (struct dirent *e; d && !found && (e = readdir(d)) != NULL;) {
+		struct stat st;
+		int fd = atoi(e->d_name), fl;
+		if (e->d_name[0] == '.' || fd == dirfd(d) || fstat(fd, &st) != 0)
+			continue;
+		fl = fcntl(fd, F_GETFL);
+		found = (uint64_t)st.st_dev == id->dev && (uint64_t)st.st_ino == id->ino &&
+			fl >= 0 && (fl & O_ACCMODE) != O_RDONLY;
+	}
+	if (d)
+		closedir(d);
+	return found;
+}
+
+/* The one line for an input the setup changed, with the way out: an
+ * argument or an option is said to be none with --not-input; a file the
+ * setup declared (cowrun_input()) is not declared; the script has none
+ * but to run again. */
+static void say_changed_in_setup(const struct input *in)
+{
+	char way[PATH_MAX + 96] = "";
+	const char *arg = in->first > 0 ? run.argv[in->first] : NULL;
+
+	if (in->first < 0)
+		snprintf(way, sizeof way, ": a file the setup writes is no input to declare "
+			 "(cowrun_input()); else run again");
+	else if (!(own_argv(run.w) && in->first == 1))
+		snprintf(way, sizeof way, ": if the setup writes to it, it is no input: give "
+			 "--not-input '%s'; else run again", own_argv(run.w) ? arg : in->option + 2);
+	warnx_("input '%s' (%s) changed while the setup read it%s%s", in->given, in->option,
+	       open_for_writing_here(&in->id) ? " (this process holds it open for writing)" : "",
+	       way[0] ? way : ": run again");
+}
+
 /* One input after the setup: the same file, in the same state, as
  * before it; then its hash.  *hashed_here: the runner read it. */
 static int settle_one(struct input *in, int *hashed_here)
 {
-	inputid_stat(&in->id, in->given);
+	inputid_stat(&in->id, in->at);
 	if (!inputid_same_state(&in->before, &in->id)) {
-		warnx_("input '%s' (%s) changed while the setup read it: run again", in->given,
-		       in->option);
+		say_changed_in_setup(in);
 		return -1;
 	}
 	*hashed_here = 0;
@@ -297,7 +346,7 @@ static int settle_one(struct input *in, int *hashed_here)
 	    in->id.kind != INPUT_FILE)
 		return 0;
 	*hashed_here = 1;
-	return inputid_hash(&in->id, in->given);
+	return inputid_hash(&in->id, in->at);
 }
 
 /* ---- inputs the setup declares (cowrun_input) ---- */
@@ -336,7 +385,9 @@ int cowrun_input(const char *path)
 		       run.w->name, path, DECLARED_MAX);
 		return -1;
 	}
-	inputid_stat(&in->before, in->given);
+	/* Relative to the working directory the setup has now. */
+	absolute_path(in->given, in->at, sizeof in->at);
+	inputid_stat(&in->before, in->at);
 	in->id = in->before;
 	return 0;
 }
@@ -412,6 +463,13 @@ int inputs_take_from(const char *path)
 	free(saved);
 	free(text);
 	return 0;
+}
+
+const char *inputs_script(void)
+{
+	if (!own_argv(run.w) || run.n == 0 || run.in[0].first != 1)
+		return NULL;
+	return run.in[0].before.path[0] ? run.in[0].before.path : run.in[0].at;
 }
 
 void inputs_free(void)

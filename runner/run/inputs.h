@@ -70,6 +70,12 @@ int inputs_take_from(const char *path);
  * inputs_take_from()).  malloc'd (the caller frees it), or NULL (ENOMEM). */
 char *inputs_body(void);
 
+/* The script of a workload that parses its own arguments (its first
+ * argument), after inputs_find(): its canonical path as found before the
+ * setup (absolute, as given, if it cannot be resolved), what its
+ * manifest is keyed by (manifest.h); NULL for any other workload. */
+const char *inputs_script(void);
+
 /* Forget the inputs (the strings stay the caller's). */
 void inputs_free(void);
 

@@ -4,6 +4,7 @@
  */
 #define _GNU_SOURCE
 #include "manifest.h"
+#include "inputs.h"
 #include "engine/task.h"
 #include "files/inputid.h"
 #include "os/util.h"
@@ -39,6 +40,16 @@ struct entries {
 struct manifest {
 	char file[NAME_MAX + 1];
 	struct entries list;
+	int legacy;              /* a script's manifest written before they were keyed
+				  * by its path (cowrun 0.5.1 and before) */
+};
+
+/* Whose manifests a run reads and writes: a workload's, and of a
+ * workload that parses its own arguments, one script's (its canonical
+ * path, inputs_script(); NULL: none). */
+struct owner {
+	const char *workload;
+	const char *script;
 };
 
 struct earlier {
@@ -101,12 +112,17 @@ static void manifest_prefix(const char *workload, char *buf, size_t size)
 	}
 }
 
-void manifest_name(const char *workload, const struct selection *sel, char *buf,
-			  size_t size)
+void manifest_name(const char *workload, const char *script, const struct selection *sel,
+		   char *buf, size_t size)
 {
 	char prefix[NAME_MAX + 1];
 
 	manifest_prefix(workload, prefix, sizeof prefix);
+	/* Two scripts in one directory: the key is the path, never the
+	 * content, so an edited script still owns its earlier reports. */
+	if (script)
+		snprintf(prefix + strlen(prefix), sizeof prefix - strlen(prefix),
+			 ".script-%016" PRIx64, cowrun_hash64(script, strlen(script), 0));
 	if (sel->list) {
 		char key[64];
 		snprintf(key, sizeof key, "%s/%lld/%lld", sel->list, sel->shard, sel->shards);
@@ -160,14 +176,43 @@ static int parse_entry(char *line, struct entries *l)
 	return entries_add(l, line + used, size, hash, kind[0] == 'e') == 0 ? 0 : -1;
 }
 
+/* The script a manifest's identity line names as input 1 (its
+ * "input-at 1" line: the canonical path), into path; else path is left. */
+static void identity_script(const char *line, char *path, size_t size)
+{
+	int used = 0;
+
+	if (sscanf(line, "identity input-at 1 %*s %*s %n", &used) == 0 && used > 0 &&
+	    strlen(line + used) < size) {
+		snprintf(path, size, "%s", line + used);
+		inputid_unescape(path);
+	}
+}
+
+/* Is the manifest with these lines the owner's?  A script's manifest
+ * says its script; one without that line, written before manifests were
+ * keyed, is a legacy one of this script if its identity names it. */
+static int owned(const struct owner *o, int workload_ok, const char *script,
+		 const char *identity_path, int *legacy)
+{
+	*legacy = o->script && script == NULL && strcmp(identity_path, o->script) == 0;
+	if (!workload_ok)
+		return 0;
+	if (o->script == NULL || script == NULL)
+		return o->script == NULL ? script == NULL : *legacy;
+	return strcmp(script, o->script) == 0;
+}
+
 /* Read manifest `file` of the open directory: it must be whole (its end
- * line counts its entries) and of this workload.  Returns 0 with its
- * entries in l, 1 if it is not one to take, -1 (ENOMEM). */
-static int read_manifest(int dirfd, const char *file, const char *workload, struct entries *l)
+ * line counts its entries) and the owner's (owned()).  Returns 0 with its
+ * entries in l (*legacy: a legacy one), 1 if it is not one to take, -1
+ * (ENOMEM). */
+static int read_manifest(int dirfd, const char *file, const struct owner *o, struct entries *l,
+			 int *legacy)
 {
 	int fd = openat(dirfd, file, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
-	char *line = NULL;
+	char *line = NULL, *script = NULL, identity_path[PATH_MAX] = "";
 	size_t cap = 0, lines = 0;
 	long long end = -1;
 	int rc = 1, ours = 0;
@@ -182,7 +227,12 @@ static int read_manifest(int dirfd, const char *file, const char *workload, stru
 		if (lines++ == 0 && strcmp(line, MANIFEST_MAGIC) != 0)
 			break;
 		if (strncmp(line, "workload ", 9) == 0)
-			ours = strcmp(line + 9, workload) == 0;
+			ours = strcmp(line + 9, o->workload) == 0;
+		else if (strncmp(line, "script ", 7) == 0 && script == NULL &&
+			 (script = strdup(line + 7)) != NULL)
+			inputid_unescape(script);
+		else if (strncmp(line, "identity input-at 1 ", 20) == 0)
+			identity_script(line, identity_path, sizeof identity_path);
 		else if (sscanf(line, "end %lld", &end) == 1)
 			break;
 		else if (parse_entry(line, l) < 0) {
@@ -190,8 +240,10 @@ static int read_manifest(int dirfd, const char *file, const char *workload, stru
 			break;
 		}
 	}
-	if (rc != -1 && ours && end >= 0 && (size_t)end == l->n)
+	if (rc != -1 && owned(o, ours, script, identity_path, legacy) && end >= 0 &&
+	    (size_t)end == l->n)
 		rc = 0;
+	free(script);
 	free(line);
 	fclose(f);
 	if (rc != 0)
@@ -199,10 +251,10 @@ static int read_manifest(int dirfd, const char *file, const char *workload, stru
 	return rc;
 }
 
-/* Every manifest of this workload in the open directory (another
- * workload's reports are never this one's to call stale).  Returns 0 or
- * -1 (ENOMEM, or the directory cannot be read) with errno. */
-static int read_earlier(int dirfd, const char *workload, struct earlier *r)
+/* Every manifest of the owner in the open directory (another workload's
+ * or another script's reports are never this one's to call stale).
+ * Returns 0 or -1 (ENOMEM, or the directory cannot be read) with errno. */
+static int read_earlier(int dirfd, const struct owner *o, struct earlier *r)
 {
 	int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
@@ -216,9 +268,10 @@ static int read_earlier(int dirfd, const char *workload, struct earlier *r)
 	}
 	while (rc == 0 && (e = readdir(d)) != NULL) {
 		struct entries l = { 0 };
+		int legacy = 0;
 		if (!is_manifest(e->d_name))
 			continue;
-		int got = read_manifest(dirfd, e->d_name, workload, &l);
+		int got = read_manifest(dirfd, e->d_name, o, &l, &legacy);
 		struct manifest *m = got == 0 ? realloc(r->m, (r->n + 1) * sizeof *m) : NULL;
 		if (got < 0 || (got == 0 && m == NULL)) {
 			entries_free(&l);
@@ -226,6 +279,7 @@ static int read_earlier(int dirfd, const char *workload, struct earlier *r)
 		} else if (got == 0) {
 			r->m = m;
 			snprintf(r->m[r->n].file, sizeof r->m[r->n].file, "%s", e->d_name);
+			r->m[r->n].legacy = legacy;
 			r->m[r->n++].list = l;
 		}
 	}
@@ -389,10 +443,15 @@ static int find_stale(int dirfd, const struct earlier *r, char *const *names, si
 /* ---- writing this run's manifest ---- */
 
 /* The manifest's text into f. */
-static void put_manifest(FILE *f, const char *workload, const char *identity,
+static void put_manifest(FILE *f, const struct owner *o, const char *identity,
 			 const struct entries *mine, const struct entries *carried)
 {
-	fprintf(f, MANIFEST_MAGIC "\nworkload %s\n", workload);
+	fprintf(f, MANIFEST_MAGIC "\nworkload %s\n", o->workload);
+	if (o->script) {
+		fputs("script ", f);
+		put_name(f, o->script);
+		putc('\n', f);
+	}
 	for (const char *p = identity; *p;) {
 		size_t n = strcspn(p, "\n");
 		/* Not the run's id: reruns of the same batch write the same
@@ -428,8 +487,8 @@ static size_t count_present(const struct entries *l)
 
 /* Write `file` in the open directory: a temporary name, fsync, rename.
  * Returns 0 or -1 after a message. */
-static int write_manifest(const struct batch *b, int dirfd, const char *file,
-			  const char *identity, const struct entries *mine,
+static int write_manifest(const struct batch *b, const struct owner *o, int dirfd,
+			  const char *file, const char *identity, const struct entries *mine,
 			  const struct entries *carried)
 {
 	char temp[NAME_MAX + 64];
@@ -441,7 +500,7 @@ static int write_manifest(const struct batch *b, int dirfd, const char *file,
 		close(fd);
 	if (f == NULL)
 		goto fail;
-	put_manifest(f, b->workload->name, identity, mine, carried);
+	put_manifest(f, o, identity, mine, carried);
 	fprintf(f, "end %zu\n", count_present(mine) + count_present(carried));
 	if (fflush(f) != 0 || ferror(f) || fsync(fileno(f)) != 0) {
 		fclose(f);
@@ -495,6 +554,21 @@ static void remove_spent_manifests(int dirfd, const struct earlier *r, const cha
 	}
 }
 
+/* The legacy manifests this run's manifest replaces, once it is written:
+ * the one of the same selection (.cowrun-manifest.WORKLOAD, or its
+ * .shard or .tasks name), and after a run of the whole batch every one.
+ * What they named that is stale was carried into this run's. */
+static void remove_replaced_legacy(int dirfd, const struct earlier *r, const char *workload,
+				   const struct selection *sel)
+{
+	char legacy[NAME_MAX + 1];
+
+	manifest_name(workload, NULL, sel, legacy, sizeof legacy);
+	for (size_t i = 0; i < r->n; i++)
+		if (r->m[i].legacy && (!selection_active(sel) || strcmp(r->m[i].file, legacy) == 0))
+			unlinkat(dirfd, r->m[i].file, 0);
+}
+
 /* One line: how many are stale (or were removed), the first few names. */
 static void say_stale(const struct batch *b, const struct entries *stale, int clean)
 {
@@ -532,12 +606,13 @@ int manifest_finish(struct batch *b, const struct selection *sel, const char *id
 	struct entries mine = { 0 }, stale = { 0 };
 	char own[NAME_MAX + 1], **names = NULL;
 	int dirfd = batch_outdir_fd(b), rc = -1;
+	const struct owner o = { b->workload->name, inputs_script() };
 
 	/* --report-to keeps no report: nothing to list, nothing gone stale. */
 	if (!(b->workload->flags & COWRUN_WRITES_REPORTS) || dirfd < 0 || task_report_route()->sink)
 		return 0;
-	manifest_name(b->workload->name, sel, own, sizeof own);
-	if ((names = batch_names(b)) == NULL || read_earlier(dirfd, b->workload->name, &r) != 0 ||
+	manifest_name(o.workload, o.script, sel, own, sizeof own);
+	if ((names = batch_names(b)) == NULL || read_earlier(dirfd, &o, &r) != 0 ||
 	    find_stale(dirfd, &r, names, b->ntasks, &stale) != 0 ||
 	    this_runs_reports(b, dirfd, &mine) != 0) {
 		warnx_("cannot read the manifests in output directory '%s': %s",
@@ -547,9 +622,11 @@ int manifest_finish(struct batch *b, const struct selection *sel, const char *id
 	}
 	if (clean && !stopped)
 		remove_stale(dirfd, &stale);
-	if (count_present(&mine) > 0 &&
-	    write_manifest(b, dirfd, own, identity, &mine, &stale) != 0)
-		goto out;
+	if (count_present(&mine) > 0) {
+		if (write_manifest(b, &o, dirfd, own, identity, &mine, &stale) != 0)
+			goto out;
+		remove_replaced_legacy(dirfd, &r, o.workload, sel);
+	}
 	if (!stopped) {
 		if (clean)
 			remove_spent_manifests(dirfd, &r, own, &mine);

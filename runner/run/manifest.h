@@ -50,9 +50,10 @@
 int manifest_finish(struct batch *b, const struct selection *sel, const char *identity,
 		    int clean, int stopped);
 
-/* The manifest name of a run of `workload` with selection `sel`:
- * .cowrun-manifest.WORKLOAD, with .shard-K-of-M or .tasks-HASH for a
- * selection, into buf. */
-void manifest_name(const char *workload, const struct selection *sel, char *buf, size_t size);
+/* The manifest name of a run of `workload` (and `script`, or NULL) with
+ * selection `sel`: .cowrun-manifest.WORKLOAD, with .script-HASH for a
+ * script, then .shard-K-of-M or .tasks-HASH for a selection, into buf. */
+void manifest_name(const char *workload, const char *script, const struct selection *sel,
+		   char *buf, size_t size);
 
 #endif

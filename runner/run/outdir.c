@@ -142,19 +142,20 @@ int outdir_check_existing(const char *dir)
 	return refuse_foreign_owner(dir, &st) ? -1 : 0;
 }
 
-/* A direct run's output directory: created by name, then opened once, its
- * last component not followed.  Returns the descriptor, or -1 after a
+/* A direct run's output directory: created by name (`at`, absolute; `dir`
+ * as given, for messages), then opened once, its last component not
+ * followed.  Returns the descriptor, or -1 after a
  * message. */
-static int open_outdir(const char *dir)
+static int open_outdir(const char *at, const char *dir)
 {
 	struct stat st;
 	int fd;
 
-	if (make_dirs(dir) != 0) {
+	if (make_dirs(at) != 0) {
 		warnx_("cannot create output directory '%s': %s", dir, strerror(errno));
 		return -1;
 	}
-	if ((fd = open_dir_nofollow(dir)) < 0) {
+	if ((fd = open_dir_nofollow(at)) < 0) {
 		if (errno == ELOOP || errno == ENOTDIR)
 			refuse_not_a_directory(dir);
 		else
@@ -175,7 +176,8 @@ int outdir_make(void *ctx)
 	if (!(b->workload->flags & COWRUN_WRITES_REPORTS))
 		return 0;
 	if (!b->outdir_open) {
-		if ((b->outdir_fd = open_outdir(b->outdir)) < 0)
+		if ((b->outdir_fd = open_outdir(b->outdir_at ? b->outdir_at : b->outdir,
+						b->outdir)) < 0)
 			return -1;
 		b->outdir_open = 1;
 	}

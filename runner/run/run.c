@@ -28,9 +28,11 @@
 #include "workload/options.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* Standard output was closed when cowrun started (/dev/null holds its
@@ -427,7 +429,10 @@ int run_batch(const struct run_config *cfg, struct batch *b, struct sidefiles *f
 	if (identity == NULL || add_run_id(&identity) != 0 || run_route_reports(cfg) != 0)
 		goto out;
 	const int fds[2] = { files->joblog.fd, files->paths.journal_fd };
-	if (cfg->resume && resume_load(&resume, cfg->joblog_path, b->workload->name, identity,
+	/* The joblog's name as the side files have it: absolute after a
+	 * setup that changed directory (sidefiles_rebase()). */
+	const char *joblog = files->paths.joblog ? files->paths.joblog : cfg->joblog_path;
+	if (cfg->resume && resume_load(&resume, joblog, b->workload->name, identity,
 				       b->ntasks, cfg->resume == 2,
 				       files->paths.by_fd ? fds : NULL) != 0)
 		goto out;
@@ -469,6 +474,7 @@ int run_check_side_files(const struct run_config *cfg, struct sidefiles *files)
 	};
 
 	sidefiles_init(files, &paths);
+	sidefiles_anchor(files);   /* before the setup, which may change directory */
 	return sidefiles_check(files);
 }
 
@@ -556,6 +562,34 @@ static void say_setup(const struct run_config *cfg, const struct batch *b, uint6
 	       cfg->no_freeze ? ", writable" : ", frozen");
 }
 
+/* -o made absolute before the setup (run_setup()): one direct run, or
+ * one served generation, per process. */
+static char outdir_at[PATH_MAX];
+
+/* The working directory before the setup, and whether the setup changed
+ * it (os.chdir()): then the runner's own paths are the absolute ones it
+ * took before (setup_moved()). */
+static struct {
+	dev_t dev;
+	ino_t ino;
+	int moved;
+} setup_cwd;
+
+static void note_cwd(int after)
+{
+	struct stat st;
+
+	if (stat(".", &st) != 0)
+		return;   /* removed: no name to go by but the absolute ones */
+	if (!after) {
+		setup_cwd.dev = st.st_dev;
+		setup_cwd.ino = st.st_ino;
+		setup_cwd.moved = 0;
+	} else {
+		setup_cwd.moved = st.st_dev != setup_cwd.dev || st.st_ino != setup_cwd.ino;
+	}
+}
+
 int run_setup(const struct run_config *cfg, struct batch *b, uint64_t *t0)
 {
 	if (setup_arena_init(!cfg->no_huge_pages) != 0)
@@ -563,15 +597,21 @@ int run_setup(const struct run_config *cfg, struct batch *b, uint64_t *t0)
 	*t0 = now_ns();
 	b->workload = cfg->workload;
 	b->outdir = cfg->outdir;
+	/* Taken now: the setup may change the working directory (os.chdir()),
+	 * and the reports still go where -o said (not created yet). */
+	absolute_path(cfg->outdir, outdir_at, sizeof outdir_at);
+	b->outdir_at = outdir_at;
 	b->verbose = cfg->verbose;
 	setup_threads_set(run_choose_setup_threads(cfg));
 	setup_threads_used_reset();
+	note_cwd(0);
 	int from_context = merge_without_setup(cfg, b);
 	unsigned used = setup_threads_used();
 	if (from_context < 0)
 		return -1;
 	if (from_context == 0 && setup_with_inputs(cfg, b, &used) != 0)
 		return -1;
+	note_cwd(1);
 	b->ntasks = cfg->workload->ntasks(b->state);
 	uint64_t t1 = now_ns();
 	metrics.m.setup_s = (double)(t1 - *t0) / 1e9;
@@ -581,6 +621,28 @@ int run_setup(const struct run_config *cfg, struct batch *b, uint64_t *t0)
 	if (cfg->verbose)
 		say_setup(cfg, b, t1 - *t0, used);
 	return 0;
+}
+
+/* --metrics' path made absolute before the setup (start_run_record()). */
+static char metrics_at[PATH_MAX];
+
+/* After a setup that changed the working directory: the output directory,
+ * the side files and the metrics file are where the command line meant,
+ * by the absolute paths taken before it; messages name them so. */
+static void setup_moved(const struct run_config *cfg, struct batch *b, struct sidefiles *files)
+{
+	if (!setup_cwd.moved)
+		return;
+	if (cfg->verbose) {
+		char cwd[PATH_MAX];
+		warnx_("%s: the setup changed the working directory to '%s': cowrun's own files "
+		       "stay where they were given", b->workload->name,
+		       getcwd(cwd, sizeof cwd) ? cwd : "?");
+	}
+	b->outdir = b->outdir_at;
+	sidefiles_rebase(files);
+	if (metrics.path)
+		metrics.path = metrics_at;
 }
 
 /* The setup, the batch and the teardown, once the side files are checked
@@ -593,6 +655,7 @@ static int setup_and_run(const struct run_config *cfg, struct sidefiles *files)
 	int set_up = run_setup(cfg, &b, &t0) == 0;
 
 	if (set_up) {
+		setup_moved(cfg, &b, files);
 		metrics.b = &b;
 		rc = run_batch(cfg, &b, files);
 		if (cfg->verbose && b.ended_ns)
@@ -624,6 +687,8 @@ static void start_run_record(const struct run_config *cfg)
 	if (cfg->log_time)
 		warnx_log_time(run_id);
 	metrics.path = cfg->metrics_path;
+	if (metrics.path)
+		absolute_path(metrics.path, metrics_at, sizeof metrics_at);
 	metrics.m.run_id = run_id;
 	metrics.m.workload = cfg->workload->name;
 	metrics.m.version = COWRUN_VERSION;

@@ -49,6 +49,50 @@ void sidefiles_init(struct sidefiles *s, const struct sidefiles_paths *paths)
 		resume_journal_path(paths->joblog, s->journal_path, sizeof s->journal_path);
 }
 
+/* `given` made absolute into at (size bytes), a leading '+' kept. */
+static void anchor_one(const char *given, char *at, size_t size)
+{
+	int plus = given[0] == '+';
+
+	at[0] = '+';
+	absolute_path(given + plus, at + plus, size - (size_t)plus);
+}
+
+void sidefiles_anchor(struct sidefiles *s)
+{
+	const struct sidefiles_paths *p = &s->paths;
+
+	if (p->by_fd)
+		return;
+	if (p->save)
+		anchor_one(p->save, s->save_at, sizeof s->save_at);
+	if (p->timeline)
+		anchor_one(p->timeline, s->timeline_at, sizeof s->timeline_at);
+	if (p->joblog)
+		anchor_one(p->joblog, s->joblog_at, sizeof s->joblog_at);
+	if (p->stats)
+		anchor_one(p->stats, s->stats_at, sizeof s->stats_at);
+	s->anchored = 1;
+}
+
+void sidefiles_rebase(struct sidefiles *s)
+{
+	struct sidefiles_paths *p = &s->paths;
+
+	if (!s->anchored)
+		return;
+	p->save = p->save ? s->save_at : NULL;
+	p->timeline = p->timeline ? s->timeline_at : NULL;
+	p->stats = p->stats ? s->stats_at : NULL;
+	if (p->joblog) {
+		p->joblog = s->joblog_at;
+		/* Locked by its name as given: removed, if it must be, by this one. */
+		if (s->joblog.path)
+			s->joblog.path = p->joblog + (p->joblog[0] == '+');
+		resume_journal_path(p->joblog, s->journal_path, sizeof s->journal_path);
+	}
+}
+
 /* The side files given, in the order messages name them. */
 static size_t list_entries(const struct sidefiles *s, struct side_entry e[SIDEFILES_MAX])
 {

@@ -74,6 +74,11 @@ struct sidefiles {
 	int stats_written;           /* sidefiles_write_stats() wrote it all */
 	int complete;                /* closed with the saved results committed */
 	unsigned whole;              /* SIDEFILE_WHOLE_*: those a run keeps */
+	/* A direct run's paths made absolute before the setup
+	 * (sidefiles_anchor()), for sidefiles_rebase(). */
+	char save_at[PATH_MAX], timeline_at[PATH_MAX], joblog_at[PATH_MAX + 1];
+	char stats_at[PATH_MAX];
+	int anchored;
 };
 
 /* The side files written under temporary names, as sidefiles_close()
@@ -89,6 +94,22 @@ enum {
 /* Take the paths (copied, the strings borrowed); open nothing.  Every
  * later step may follow, and sidefiles_close() is safe at any point. */
 void sidefiles_init(struct sidefiles *s, const struct sidefiles_paths *paths);
+
+/*
+ * Before the setup, which may change the working directory (os.chdir()):
+ * take each path (a direct run's) as an absolute one too, kept aside.
+ * Touches no file.
+ */
+void sidefiles_anchor(struct sidefiles *s);
+
+/*
+ * After a setup that changed the working directory: the paths are the
+ * absolute ones sidefiles_anchor() took (and the joblog's journal beside
+ * the joblog), so every file is opened, renamed and removed where the
+ * command line meant; messages then name them so.  Nothing without
+ * sidefiles_anchor().
+ */
+void sidefiles_rebase(struct sidefiles *s);
 
 /*
  * Check every side file before any is opened: none is a directory, none

@@ -105,7 +105,7 @@ clean_run() {
 	[ "$(awk -F'\t' '$9 == "python item-02" { print $7, $8 }' "$d/log")" = "1 0" ]
 	grep -aqF "KeyError: 'missing' ($BATCH:$line)" "$d/log.res"
 	# No report under its name, and nothing temporary beside the others.
-	[ "$(listing "$d/out" | grep -v '^\.cowrun-manifest\.python$' | tr '\n' ' ')" = "item-00 item-01 item-03 item-04 " ]
+	[ "$(listing "$d/out" | grep -v '^\.cowrun-manifest\.python\.script-[0-9a-f]*$' | tr '\n' ' ')" = "item-00 item-01 item-03 item-04 " ]
 	# --resume keeps it failed, saying so; it does not run again.
 	run --separate-stderr cowrun -j 2 -o "$d/out" --joblog "$d/log" --resume python "$BATCH" --tasks 5
 	[ "$status" -eq 1 ]
@@ -196,7 +196,7 @@ assert_nothing_written() {
 	[[ "$stderr" == *"cowrun: python: task 1 (item-01) failed: run() returned a _thread.lock, which cannot be pickled: TypeError: cannot pickle '_thread.lock' object"* ]]
 	[ "$output" = "merged 2: item-00 item-02"$'\n'"sum of squares 4" ]
 	# A failed task keeps no report, though run() wrote one.
-	[ "$(listing "$d/out" | grep -v '^\.cowrun-manifest\.python$' | tr '\n' ' ')" = "item-00 item-02 " ]
+	[ "$(listing "$d/out" | grep -v '^\.cowrun-manifest\.python\.script-[0-9a-f]*$' | tr '\n' ' ')" = "item-00 item-02 " ]
 }
 
 @test "python: reports: a run() that raises keeps none, \"wb\" writes bytes, report() in setup() or with mode \"a\" is refused" {
@@ -208,7 +208,7 @@ assert_nothing_written() {
 		[ "$status" -eq 1 ] || { echo "$mode: status $status: $stderr" >&2; return 1; }
 		assert_no_leftovers
 		[[ "$stderr" == *"task 1 (item-01) failed: OSError: the disk went away half-way ($BATCH:"* ]]
-		[ "$(listing "$d/$mode" | grep -v '^\.cowrun-manifest\.python$' | tr '\n' ' ')" = "item-00 item-02 " ] || {
+		[ "$(listing "$d/$mode" | grep -v '^\.cowrun-manifest\.python\.script-[0-9a-f]*$' | tr '\n' ' ')" = "item-00 item-02 " ] || {
 			echo "$mode left: $(listing "$d/$mode")" >&2; return 1; }
 	done
 	# "wb": the bytes as written, NULs and all.

@@ -48,6 +48,30 @@ static const char helper_source[] =
 	"def one_line(exc):\n"
 	"    text = str(exc).strip().splitlines()\n"
 	"    return type(exc).__name__ + (': ' + text[0] if text else '')\n"
+	"def note_startup():\n"
+	"    global startup\n"
+	"    startup = set(sys.modules)\n"
+	"def own_modules(script):\n"
+	"    import site\n"
+	"    roots = [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix]\n"
+	"    try:\n"
+	"        roots += site.getsitepackages() + [site.getusersitepackages()]\n"
+	"    except Exception:\n"
+	"        pass\n"
+	"    roots = [os.path.join(os.path.realpath(r), '') for r in roots if r]\n"
+	"    found = set()\n"
+	"    for name, m in list(sys.modules.items()):\n"
+	"        f = getattr(m, '__file__', None) if name not in startup else None\n"
+	"        if not isinstance(f, str) or not f:\n"
+	"            continue\n"
+	"        f = os.path.realpath(f)\n"
+	"        parts = f.split(os.sep)\n"
+	"        if f == script or 'site-packages' in parts or 'dist-packages' in parts or \\\n"
+	"                any(f.startswith(r) for r in roots) or not os.path.isfile(f):\n"
+	"            continue\n"
+	"        found.add(f)\n"
+	"    here = os.path.join(os.path.dirname(script), '')\n"
+	"    return sorted(found, key=lambda f: (not f.startswith(here), f))\n"
 	"def describe():\n"
 	"    return sys.version.split()[0], sys.executable, sys.prefix, \\\n"
 	"        [p for p in sys.path if p], getattr(sys, 'base_prefix', '')\n";
@@ -272,6 +296,11 @@ static int prepare_namespace(const char *script)
 	if (pickle_dumps == NULL || pickle_loads == NULL || !inserted)
 		goto fail;
 	Py_DECREF(code);
+	/* What the interpreter imported as it started (Debian's
+	 * sitecustomize in /etc) is no module of the script's. */
+	if ((code = PyRun_String("note_startup()", Py_eval_input, main_dict, main_dict)) == NULL)
+		goto fail;
+	Py_DECREF(code);
 	Py_DECREF(pickle);
 	return 0;
 fail:
@@ -348,6 +377,35 @@ PyObject *py_function(PyObject *module, const char *name, int *bad)
 		return NULL;
 	}
 	return f;
+}
+
+/* ---- the script's own modules ---- */
+
+int py_declare_own_modules(void)
+{
+	PyObject *fn = PyDict_GetItemString(helpers, "own_modules"); /* borrowed */
+	PyObject *list = fn ? PyObject_CallFunction(fn, "s", script_path) : NULL;
+	Py_ssize_t n = list ? PyList_GET_SIZE(list) : 0, i = 0;
+
+	if (list == NULL) {
+		char what[512], where[PATH_MAX + 32];
+		py_describe_error(what, sizeof what, where, sizeof where, 0);
+		cowrun_error("%s: cannot list the script's own modules: %s", script_path, what);
+		return -1;
+	}
+	/* Those beside the script come first: past cowrun_input()'s limit
+	 * (its line says so) the rest are named as not recorded. */
+	for (; i < n; i++) {
+		const char *path = PyUnicode_AsUTF8(PyList_GET_ITEM(list, i));
+		if (path == NULL || cowrun_input(path) != 0)
+			break;
+	}
+	PyErr_Clear();
+	if (i < n)
+		cowrun_error("%s: %zd of the script's %zd own modules are not recorded as inputs: "
+			     "--resume and --merge cannot see them change", script_path, n - i, n);
+	Py_DECREF(list);
+	return 0;
 }
 
 /* ---- errors ---- */

@@ -248,7 +248,12 @@ static void *py_setup(int argc, char **argv)
 	py_set_phase(PY_PHASE_SETUP);
 	job->state = call(job, "setup", Py_BuildValue("(N)", args_list(&a)), 0, &absent);
 	py_set_phase(PY_PHASE_OTHER);
-	return job_with_tasks(job, &a);
+	/* The modules tasks() imports count too: recorded after it. */
+	if ((job = job_with_tasks(job, &a)) != NULL && py_declare_own_modules() != 0) {
+		job_free(job);
+		return NULL;
+	}
+	return job;
 fail:
 	free(a.argv);
 	job_free(job);

@@ -66,6 +66,17 @@ void py_flush_stdio(void);
 PyObject *py_pickle(PyObject *obj);
 PyObject *py_unpickle(const void *bytes, size_t len);
 
+/*
+ * After the setup (still its phase: cowrun_input() takes them), every
+ * module in sys.modules whose file lies outside the interpreter's
+ * prefixes and site-packages (the script's own: a helper beside it, a
+ * directory of PYTHONPATH) is recorded as an input, so that --resume and
+ * --merge refuse results of other code.  The script itself is one
+ * already.  Past cowrun_input()'s limit the rest are named in one line,
+ * not recorded.  Returns 0, or -1 after one line (they cannot be listed).
+ */
+int py_declare_own_modules(void);
+
 /* ---- module.c ---- */
 
 /* The built-in module's init function (PyImport_AppendInittab). */
