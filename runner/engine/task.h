@@ -12,6 +12,7 @@
 #include <limits.h>
 #include <signal.h>
 #include <stddef.h>
+#include <stdint.h>
 
 struct cowrun_task {
 	const struct cowrun_workload *workload;
@@ -103,6 +104,10 @@ void task_set_current_workload(const char *name);
 
 /* The -v level cowrun_verbosity() tells the workload. */
 void task_set_verbosity(int verbose);
+
+/* The run seed cowrun_run_seed() and cowrun_task_seed() derive from
+ * (--seed; 0 unless given). */
+void task_set_seed(uint64_t seed);
 
 /* How many messages cowrun_error() has printed in this process so far: a
  * caller compares the counts before and after a workload's call. */
