@@ -10,6 +10,7 @@
 #include <dirent.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -26,10 +27,15 @@ static PyObject *pickle_dumps, *pickle_loads;
 /*
  * What is easier said in Python: loading the script as a module under a
  * fixed name (whatever the file is called, and so that pickle finds the
- * classes it defines), and finding where an exception was raised.
+ * classes it defines), finding where an exception was raised, and the
+ * random generators' seeds.  `random` reseeds itself from the system in
+ * every forked child (its own at-fork hook): the hook registered after
+ * it here gives the child the parent's state back, so that merge() and
+ * finish() draw the same in the watchdog's child (serial mode) as in the
+ * parent (fork mode); run() starts from its task's seed anyway.
  */
 static const char helper_source[] =
-	"import importlib.machinery, importlib.util, os, sys, traceback\n"
+	"import importlib.machinery, importlib.util, os, random, sys, traceback\n"
 	"def load(path):\n"
 	"    name = '__cowrun_script__'\n"
 	"    loader = importlib.machinery.SourceFileLoader(name, path)\n"
@@ -48,6 +54,27 @@ static const char helper_source[] =
 	"def one_line(exc):\n"
 	"    text = str(exc).strip().splitlines()\n"
 	"    return type(exc).__name__ + (': ' + text[0] if text else '')\n"
+	"fork_state = None\n"
+	"def keep_random_state():\n"
+	"    global fork_state\n"
+	"    fork_state = random.getstate()\n"
+	"def take_random_state():\n"
+	"    global fork_state\n"
+	"    random.setstate(fork_state)\n"
+	"    fork_state = None\n"
+	"os.register_at_fork(before=keep_random_state, after_in_child=take_random_state)\n"
+	"def reseed(seed):\n"
+	"    saved = random.getstate(), None\n"
+	"    random.seed(seed)\n"
+	"    npr = sys.modules.get('numpy.random')\n"
+	"    if npr is not None:\n"
+	"        saved = saved[0], npr.get_state()\n"
+	"        npr.seed(seed % 2**32)\n"
+	"    return saved\n"
+	"def restore(saved):\n"
+	"    random.setstate(saved[0])\n"
+	"    if saved[1] is not None:\n"
+	"        sys.modules['numpy.random'].set_state(saved[1])\n"
 	"def describe():\n"
 	"    return sys.version.split()[0], sys.executable, sys.prefix, \\\n"
 	"        [p for p in sys.path if p], getattr(sys, 'base_prefix', '')\n";
@@ -229,6 +256,12 @@ static int init_interpreter(const char *script, int argc, char **argv)
 	PyConfig_InitPythonConfig(&config);
 	config.install_signal_handlers = 0;
 	config.parse_argv = 0;
+	/* Set and dict orders repeat from run to run (and so do names a
+	 * script takes from a set): the hash seed is the run seed's, not
+	 * a random one (PYTHONHASHSEED is not read). */
+	config.use_hash_seed = 1;
+	config.hash_seed = (unsigned long)(cowrun_seed_mix(cowrun_run_seed(), UINT64_MAX) &
+					   0xffffffffu);
 	status = PyConfig_SetBytesString(&config, &config.program_name,
 					 python_executable(exe, sizeof exe));
 	if (!PyStatus_Exception(status))
@@ -309,6 +342,24 @@ int py_start(const char *script, int argc, char **argv)
 	if (cowrun_verbosity() > 0)
 		describe_interpreter();
 	return 0;
+}
+
+/* ---- random generators ---- */
+
+PyObject *py_reseed(uint64_t seed)
+{
+	PyObject *fn = PyDict_GetItemString(helpers, "reseed"); /* borrowed */
+
+	return fn ? PyObject_CallFunction(fn, "K", (unsigned long long)seed) : NULL;
+}
+
+int py_restore_generators(PyObject *saved)
+{
+	PyObject *fn = PyDict_GetItemString(helpers, "restore"); /* borrowed */
+	PyObject *r = fn ? PyObject_CallOneArg(fn, saved) : NULL;
+
+	Py_XDECREF(r);
+	return r ? 0 : -1;
 }
 
 /* ---- the script ---- */

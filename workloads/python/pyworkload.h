@@ -26,6 +26,7 @@
 #include "cowrun.h"
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 /* ---- interp.c ---- */
@@ -53,6 +54,21 @@ PyObject *py_function(PyObject *module, const char *name, int *bad);
  * with `print_traceback` its traceback first goes to stderr.
  */
 void py_describe_error(char *buf, size_t size, char *where, size_t wsize, int print_traceback);
+
+/*
+ * Before run(): seed `random` and, when it is imported, numpy's global
+ * generator from `seed` (cowrun_task_seed()), so the task draws the same
+ * numbers at every -j, in every mode, on a retry.  Returns their states
+ * before (a new reference) for py_restore_generators() after run(), or
+ * NULL with the exception pending.
+ */
+PyObject *py_reseed(uint64_t seed);
+
+/* After run(): the states py_reseed() returned back, so merge() and
+ * finish() draw in the process that ran the tasks (serial mode) as in
+ * one that did not (fork mode).  Returns 0, or -1 with the exception
+ * pending. */
+int py_restore_generators(PyObject *saved);
 
 /* The pending exception is a SystemExit: its status into *status. */
 int py_system_exit(int *status);
