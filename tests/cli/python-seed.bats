@@ -40,23 +40,24 @@ pids() {
 @test "python seed: seeded in setup(), drawn in run(): the same per-task draws serial, -j 1, -j 2 and in a second run" {
 	draws serial --mode serial
 	reference=$output
-	# Six tasks, one line each, then the finish's draws: those of the
-	# setup's seed (42), in the parent (fork) as in the watchdog's child
-	# (serial), whatever run() drew.
-	[ "$(printf '%s\n' "$output" | grep -c '^t[0-5] ')" -eq 6 ]
-	[ "$(printf '%s\n' "$output" | tail -1)" = "finish 0.374540 0.639427" ]
-	# Each task draws its own numbers: no two tasks the same.
-	[ "$(printf '%s\n' "$output" | grep '^t' | cut -d' ' -f2 | sort -u | grep -c .)" -eq 6 ]
-	[ "$(printf '%s\n' "$output" | grep '^t' | cut -d' ' -f3 | sort -u | grep -c .)" -eq 6 ]
+	tasks_of() { printf '%s\n' "$1" | grep '^t'; }
+	# Six tasks, one line each; each task draws its own numbers.
+	[ "$(tasks_of "$output" | grep -c '^t[0-5] ')" -eq 6 ]
+	[ "$(tasks_of "$output" | cut -d' ' -f2 | sort -u | grep -c .)" -eq 6 ]
+	[ "$(tasks_of "$output" | cut -d' ' -f3 | sort -u | grep -c .)" -eq 6 ]
 	draws j1 -j 1
-	[ "$output" = "$reference" ]
+	[ "$(tasks_of "$output")" = "$(tasks_of "$reference")" ]
 	# Slow tasks at -j 2: they spread over both workers.
 	mkdir marks
 	DRAW_MARKS=$D/marks DRAW_SLEEP=0.2 draws j2 -j 2
-	[ "$output" = "$reference" ]
 	[ "$(pids)" -eq 2 ]
+	[ "$(tasks_of "$output")" = "$(tasks_of "$reference")" ]
 	# A second run, another process: the same numbers.
 	draws again -j 2
+	[ "$(tasks_of "$output")" = "$(tasks_of "$reference")" ]
+	# The finish's draws: those of the setup's seed (42), in the parent
+	# (fork) as in the watchdog's child (serial), whatever run() drew.
+	[ "$(printf '%s\n' "$reference" | tail -1)" = "finish 0.374540 0.639427" ]
 	[ "$output" = "$reference" ]
 	# random alone, numpy never imported: the same in every mode too.
 	DRAW_NO_NUMPY=1 draws plain-serial --mode serial
