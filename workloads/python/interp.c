@@ -28,11 +28,14 @@ static PyObject *pickle_dumps, *pickle_loads;
  * What is easier said in Python: loading the script as a module under a
  * fixed name (whatever the file is called, and so that pickle finds the
  * classes it defines), finding where an exception was raised, and the
- * random generators' seeds.  `random` reseeds itself from the system in
- * every forked child (its own at-fork hook): the hook registered after
- * it here gives the child the parent's state back, so that merge() and
- * finish() draw the same in the watchdog's child (serial mode) as in the
- * parent (fork mode); run() starts from its task's seed anyway.
+ * random generators' seeds.  reseed() seeds them for a task, keeping
+ * the states merge() and finish() go on from (once per process until
+ * restore() gives them back: a worker that only runs tasks pays for one
+ * save); restore() runs before merge() and finish().  `random` reseeds
+ * itself from the system in every forked child (its own at-fork hook):
+ * the hook registered after it here gives the child the parent's state
+ * back, so that merge() and finish() draw the same in the watchdog's
+ * child (serial mode) as in the parent (fork mode).
  */
 static const char helper_source[] =
 	"import importlib.machinery, importlib.util, os, random, sys, traceback\n"
@@ -63,18 +66,22 @@ static const char helper_source[] =
 	"    random.setstate(fork_state)\n"
 	"    fork_state = None\n"
 	"os.register_at_fork(before=keep_random_state, after_in_child=take_random_state)\n"
+	"merge_side = None\n"
 	"def reseed(seed):\n"
-	"    saved = random.getstate(), None\n"
-	"    random.seed(seed)\n"
+	"    global merge_side\n"
 	"    npr = sys.modules.get('numpy.random')\n"
+	"    if merge_side is None:\n"
+	"        merge_side = random.getstate(), npr.get_state() if npr else None\n"
+	"    random.seed(seed)\n"
 	"    if npr is not None:\n"
-	"        saved = saved[0], npr.get_state()\n"
 	"        npr.seed(seed % 2**32)\n"
-	"    return saved\n"
-	"def restore(saved):\n"
-	"    random.setstate(saved[0])\n"
-	"    if saved[1] is not None:\n"
-	"        sys.modules['numpy.random'].set_state(saved[1])\n"
+	"def restore():\n"
+	"    global merge_side\n"
+	"    if merge_side is not None:\n"
+	"        saved, merge_side = merge_side, None\n"
+	"        random.setstate(saved[0])\n"
+	"        if saved[1] is not None:\n"
+	"            sys.modules['numpy.random'].set_state(saved[1])\n"
 	"def describe():\n"
 	"    return sys.version.split()[0], sys.executable, sys.prefix, \\\n"
 	"        [p for p in sys.path if p], getattr(sys, 'base_prefix', '')\n";
@@ -346,17 +353,19 @@ int py_start(const char *script, int argc, char **argv)
 
 /* ---- random generators ---- */
 
-PyObject *py_reseed(uint64_t seed)
+int py_reseed(uint64_t seed)
 {
 	PyObject *fn = PyDict_GetItemString(helpers, "reseed"); /* borrowed */
+	PyObject *r = fn ? PyObject_CallFunction(fn, "K", (unsigned long long)seed) : NULL;
 
-	return fn ? PyObject_CallFunction(fn, "K", (unsigned long long)seed) : NULL;
+	Py_XDECREF(r);
+	return r ? 0 : -1;
 }
 
-int py_restore_generators(PyObject *saved)
+int py_restore_generators(void)
 {
 	PyObject *fn = PyDict_GetItemString(helpers, "restore"); /* borrowed */
-	PyObject *r = fn ? PyObject_CallOneArg(fn, saved) : NULL;
+	PyObject *r = fn ? PyObject_CallNoArgs(fn) : NULL;
 
 	Py_XDECREF(r);
 	return r ? 0 : -1;

@@ -285,45 +285,19 @@ static void close_streams_quietly(void)
 		PyErr_Clear();
 }
 
-/* After run(): the generators' states back (`saved` stolen), run()'s
- * exception, if any, kept pending.  Returns 0, or -1 after the task's
- * error (run()'s exception then dropped). */
-static int restore_generators(PyObject *saved, struct cowrun_task *task)
-{
-	PyObject *type, *value, *tb;
-
-	PyErr_Fetch(&type, &value, &tb);
-	int rc = py_restore_generators(saved);
-	Py_DECREF(saved);
-	if (rc == 0) {
-		PyErr_Restore(type, value, tb);
-		return 0;
-	}
-	task_failed(task, ", restoring its random generators");
-	Py_XDECREF(type);
-	Py_XDECREF(value);
-	Py_XDECREF(tb);
-	return -1;
-}
-
 static int py_run(const void *state, size_t k, struct cowrun_task *task)
 {
 	const struct pyjob *job = state;
 	PyObject *name = PyList_GET_ITEM(job->names, (Py_ssize_t)k);
 	int rc = 0, command;
 
-	PyObject *generators = py_reseed(cowrun_task_seed(task));
-	if (generators == NULL)
+	if (py_reseed(cowrun_task_seed(task)) != 0)
 		return task_failed(task, ", seeding its random generators");
 	py_set_task(task, k, name);
 	py_set_phase(PY_PHASE_RUN);
 	PyObject *result = PyObject_CallFunction(job->run, "OnO", job->state, (Py_ssize_t)k, name);
 	py_set_phase(PY_PHASE_OTHER);
-	if (restore_generators(generators, task) != 0) {
-		Py_CLEAR(result);
-		close_streams_quietly();
-		rc = -1;
-	} else if (result == NULL) {
+	if (result == NULL) {
 		/* A command that stopped reading: the runner's wait names it. */
 		if (!py_command_broke())
 			rc = py_command_refused() ? -1 : task_failed(task, "");
@@ -363,6 +337,10 @@ static int py_merge(void *state, size_t k, const void *record, size_t len)
 
 	if (job->merge == NULL)
 		return 0;
+	if (py_restore_generators() != 0) {
+		say_failed("merge");
+		return -1;
+	}
 	PyObject *result = py_unpickle(record, len);
 	if (result == NULL) {
 		say_failed("merge");
@@ -387,7 +365,7 @@ static int py_finish(void *state, FILE *out)
 
 	if (job->finish == NULL)
 		return 0;
-	if ((writer = py_writer_new(out)) == NULL) {
+	if (py_restore_generators() != 0 || (writer = py_writer_new(out)) == NULL) {
 		say_failed("finish");
 		return -1;
 	}

@@ -58,17 +58,18 @@ void py_describe_error(char *buf, size_t size, char *where, size_t wsize, int pr
 /*
  * Before run(): seed `random` and, when it is imported, numpy's global
  * generator from `seed` (cowrun_task_seed()), so the task draws the same
- * numbers at every -j, in every mode, on a retry.  Returns their states
- * before (a new reference) for py_restore_generators() after run(), or
- * NULL with the exception pending.
+ * numbers at every -j, in every mode, on a retry.  Their states before
+ * the first run() since the last py_restore_generators() are kept for it
+ * (a worker that only runs tasks keeps them once).  Returns 0, or -1
+ * with the exception pending.
  */
-PyObject *py_reseed(uint64_t seed);
+int py_reseed(uint64_t seed);
 
-/* After run(): the states py_reseed() returned back, so merge() and
- * finish() draw in the process that ran the tasks (serial mode) as in
- * one that did not (fork mode).  Returns 0, or -1 with the exception
- * pending. */
-int py_restore_generators(PyObject *saved);
+/* Before merge() and finish(): the states kept by py_reseed() back, if a
+ * run() came since, so that they draw in the process that ran the tasks
+ * (serial mode) as in one that did not (fork mode).  Returns 0, or -1
+ * with the exception pending. */
+int py_restore_generators(void);
 
 /* The pending exception is a SystemExit: its status into *status. */
 int py_system_exit(int *status);
