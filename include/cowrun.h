@@ -39,7 +39,10 @@
  * COWRUN_OPT_NOT_INPUT, cowrun_input_hash(), and the member plan.
  * ABI 4 added the flags COWRUN_OWN_ARGV and COWRUN_NO_THREADS,
  * cowrun_input() and cowrun_verbosity(), and from cowrun 0.5.1 on
- * cowrun_command() (the round's one bump, shared); the struct is ABI 3's,
+ * cowrun_command() (the round's one bump, shared), then
+ * cowrun_run_seed(), cowrun_task_seed(), cowrun_seed_mix() and
+ * cowrun_tasks_per_worker() (new functions only: a plugin built before
+ * loads as it is); the struct is ABI 3's,
  * so ABI 3 plugins load as they are.  Results and journals record the workload's
  * ABI: a resume or merge across it is refused, naming both. */
 #define COWRUN_ABI_VERSION 4
@@ -236,8 +239,26 @@ int cowrun_verbosity(void);
  * place; 0 when there is none (and outside a fork-mode worker).  With 1,
  * every task sees the state as the parent holds it, whatever an earlier
  * task changed: a workload may then skip its checks for changed state.
- * (ABI 5.) */
+ * (ABI 4, as the seeds below.) */
 unsigned long long cowrun_tasks_per_worker(void);
+/* ---- seeds (ABI 4) --------------------------------------------------------
+ * Random draws that repeat: the same at every -j, in every mode, across
+ * separate runs, shards, retries and resumes.  The run has one seed,
+ * `cowrun --seed N` (0 when not given), recorded with saved results and
+ * in the journal: --merge and --resume refuse another.  Each task's seed
+ * is derived from it and the task's index (never the worker, the slot or
+ * the attempt), so a task draws the same numbers wherever and however
+ * often it runs.
+ *
+ * cowrun_seed_mix(seed, n) is SplitMix64's output n + 1 from state seed:
+ * distinct for distinct n, unrelated for neighbouring n or seeds.  Use
+ * it for a setup block's stream (cowrun_seed_mix(cowrun_run_seed(),
+ * block)) or a second stream of a task (from its task seed). */
+uint64_t cowrun_run_seed(void);
+uint64_t cowrun_seed_mix(uint64_t seed, uint64_t n);
+
+/* In run(): task k's seed, cowrun_seed_mix(cowrun_run_seed(), k). */
+uint64_t cowrun_task_seed(const struct cowrun_task *task);
 
 
 /* v with thousands separators, "-1,234,567", into buf (32 bytes always

@@ -64,6 +64,9 @@ static void usage(FILE *out)
 "                      In CMD: {} the report's name, {#} the task's number from\n"
 "                      1, {%%} the worker's slot, 1 to -j.  Shell syntax runs\n"
 "                      it under sh -c, values quoted; else it runs directly\n"
+"      --seed N        the run seed each task's seed is derived from, with the\n"
+"                      task's number (default 0): the same draws at every -j,\n"
+"                      in every mode, on a retry, a resume or a shard\n"
 "      --retries N     give a failed task N more attempts, each on a fresh fork\n"
 "      --halt WHEN     stop early: never (default), now,fail=N, soon,fail=N,\n"
 "                      now,fail=P%%, soon,success=N (now kills running tasks,\n"
@@ -170,6 +173,7 @@ static int parse_cli(int argc, char **argv, struct run_config *cfg)
 		{ "report-filter", required_argument, NULL, 'e' },
 		{ "report-to", required_argument, NULL, 'd' },
 		{ "report-suffix", required_argument, NULL, 'x' },
+		{ "seed", required_argument, NULL, 's' },
 		{ "list", no_argument, NULL, 'l' },
 		{ "check-args", no_argument, NULL, 'A' },
 		{ "dry-run", no_argument, NULL, 'Q' },

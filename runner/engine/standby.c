@@ -46,6 +46,7 @@ struct brief {
 	uint64_t shared_size, slots_off, requeue_off;
 	uint64_t handed_ns;
 	uint64_t tasks_per_worker;  /* --tasks-per-worker */
+	uint64_t seed;                  /* the batch's run seed (--seed) */
 	int32_t send_timing, catch_frozen_writes, measure_memory, has_outdir, has_label;
 	uint32_t uid, gid, ngroups;
 	gid_t groups[GROUPS_MAX];
@@ -146,6 +147,7 @@ static void __attribute__((noreturn)) standby_main(int chan, pid_t parent)
 	close(chan);
 	prctl(PR_SET_NAME, br.comm);
 	task_set_temp_tag(br.temp_tag);
+	task_set_seed(br.seed);
 	if (dup2(fds[FD_STDOUT], STDOUT_FILENO) < 0 || dup2(fds[FD_STDERR], STDERR_FILENO) < 0 ||
 	    take_identity(&br, parent) != 0 || rebuild(&br, fds, &p, &b) != 0)
 		_exit(WORKER_EXIT_STANDBY);
@@ -258,6 +260,7 @@ static void fill_brief(struct brief *br, const struct pool *p, size_t i)
 	br->gid = getgid();
 	br->ngroups = ngroups > 0 ? (uint32_t)ngroups : 0;
 	snprintf(br->temp_tag, sizeof br->temp_tag, "%s", task_temp_tag());
+	br->seed = cowrun_run_seed();
 	prctl(PR_GET_NAME, br->comm);
 	br->handed_ns = now_ns();
 }

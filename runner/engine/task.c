@@ -52,6 +52,37 @@ unsigned long long cowrun_tasks_per_worker(void)
 	return tasks_per_worker;
 }
 
+/* The run seed (--seed), the same in every process of the run: set
+ * before the setup, and by a standby worker from its brief. */
+static uint64_t run_seed;
+
+void task_set_seed(uint64_t seed)
+{
+	run_seed = seed;
+}
+
+uint64_t cowrun_run_seed(void)
+{
+	return run_seed;
+}
+
+uint64_t cowrun_seed_mix(uint64_t seed, uint64_t n)
+{
+	/* SplitMix64's output n + 1 from state `seed`: a bijection of its
+	 * counter, so no two tasks of a run share a seed, and neighbouring
+	 * indices or run seeds give unrelated ones. */
+	uint64_t z = seed + 0x9e3779b97f4a7c15ull * (n + 1);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+uint64_t cowrun_task_seed(const struct cowrun_task *task)
+{
+	return cowrun_seed_mix(run_seed, task->index);
+}
+
 void cowrun_error(const char *fmt, ...)
 {
 	char *message = NULL;

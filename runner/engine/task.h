@@ -12,6 +12,7 @@
 #include <limits.h>
 #include <signal.h>
 #include <stddef.h>
+#include <stdint.h>
 
 struct cowrun_task {
 	const struct cowrun_workload *workload;
@@ -107,6 +108,9 @@ void task_set_verbosity(int verbose);
 /* The --tasks-per-worker quota cowrun_tasks_per_worker() tells the
  * workload: set in each worker after its fork. */
 void task_set_tasks_per_worker(uint64_t quota);
+/* The run seed cowrun_run_seed() and cowrun_task_seed() derive from
+ * (--seed; 0 unless given). */
+void task_set_seed(uint64_t seed);
 
 /* How many messages cowrun_error() has printed in this process so far: a
  * caller compares the counts before and after a workload's call. */

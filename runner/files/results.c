@@ -18,8 +18,9 @@
 /* The format version (RESULTS_FORMAT): 2 added the frames' checksums and
  * the identity's cowrun and abi lines; 3 the merge context (its frame
  * after the identity, its hash in the identity); 4 the identity of each
- * input file (runid.h), and arguments that change no result left out.  A
- * file of an older format is recognised and refused. */
+ * input file (runid.h), and arguments that change no result left out; 5
+ * the run seed and the hash of the task names.  A file of an older format
+ * is recognised and refused. */
 #define STRINGIFY(x) #x
 #define MAGIC_LINE(format) "cowrun results " STRINGIFY(format) "\n"
 #define RESULTS_MAGIC_LINE MAGIC_LINE(RESULTS_FORMAT)
@@ -44,8 +45,23 @@ static void context_hash_text(const void *bytes, size_t len, char *buf, size_t s
 	snprintf(buf, size, "%016" PRIx64, cowrun_hash64(bytes, len, 0));
 }
 
-char *results_identity(const char *version, const struct cowrun_workload *w, const char *body,
-		       size_t ntasks, struct results_context context)
+uint64_t results_names_hash(const struct cowrun_workload *w, const void *state, size_t ntasks)
+{
+	uint64_t h = 0;
+
+	/* Each name with its NUL, chained: ("ab", "c") is not ("a", "bc"). */
+	for (size_t k = 0; k < ntasks; k++) {
+		char name[COWRUN_NAME_MAX];
+		name[0] = '\0';
+		w->task_name(state, k, name, sizeof name);
+		h = cowrun_hash64(name, strnlen(name, sizeof name - 1) + 1, h);
+	}
+	return h;
+}
+
+char *results_identity(const char *version, const struct cowrun_workload *w, uint64_t seed,
+		       const char *body, size_t ntasks, const uint64_t *names,
+		       struct results_context context)
 {
 	char *text = NULL;
 	size_t size = 0;
@@ -53,8 +69,10 @@ char *results_identity(const char *version, const struct cowrun_workload *w, con
 
 	if (f == NULL)
 		return NULL;
-	fprintf(f, RESULTS_MAGIC_LINE "cowrun %s\nworkload %s\nabi %d\ntasks %zu\n", version,
-		w->name, w->abi_version, ntasks);
+	fprintf(f, RESULTS_MAGIC_LINE "cowrun %s\nworkload %s\nabi %d\nseed %" PRIu64
+		"\ntasks %zu\n", version, w->name, w->abi_version, seed, ntasks);
+	if (names != NULL)
+		fprintf(f, "names %016" PRIx64 "\n", *names);
 	if (context.len > 0) {
 		char hash[32];
 		context_hash_text(context.bytes, context.len, hash, sizeof hash);

@@ -20,8 +20,8 @@
 
 /* The saved-results and journal format this cowrun writes and reads, and
  * what it brought, for the message refusing an older one. */
-#define RESULTS_FORMAT 4
-#define RESULTS_FORMAT_NEWS "the identity of every input file"
+#define RESULTS_FORMAT 5
+#define RESULTS_FORMAT_NEWS "the run's seed and its task names"
 #include <stddef.h>
 
 /*
@@ -45,16 +45,25 @@ struct results_context results_context_of(const struct cowrun_workload *w, const
 
 /*
  * The identity text of a run (runid.h), one "KEY VALUE" line each: the
- * results format ("cowrun results 4"), cowrun's `version`, the workload's
- * name and ABI, the task count, the hash of its merge context (no line
- * without one), then `body`: its inputs and arguments, as run/inputs.c
- * writes them ("arg --rows\narg 10\n" for a run without inputs).  No
- * build id: shards built on different hosts from one source merge.  A
- * merge or --resume refuses files whose identity differs (runid_check()).
- * Returns a malloc'd string (the caller frees it), or NULL (ENOMEM).
+ * results format ("cowrun results 5"), cowrun's `version`, the workload's
+ * name and ABI, the run seed (--seed), the task count, the hash of the
+ * task names in order (`names`; NULL before the setup: no line), the hash
+ * of its merge context (no line without one), then `body`: its inputs and
+ * arguments, as run/inputs.c writes them ("arg --rows\narg 10\n" for a
+ * run without inputs).  No build id: shards built on different hosts from
+ * one source merge.  A merge or --resume refuses files whose identity
+ * differs (runid_check()).  Returns a malloc'd string (the caller frees
+ * it), or NULL (ENOMEM).
  */
-char *results_identity(const char *version, const struct cowrun_workload *w, const char *body,
-		       size_t ntasks, struct results_context context);
+char *results_identity(const char *version, const struct cowrun_workload *w, uint64_t seed,
+		       const char *body, size_t ntasks, const uint64_t *names,
+		       struct results_context context);
+
+/* The hash of a batch's task names in task order, for its identity: two
+ * batches of as many tasks whose names differ (a script whose tasks()
+ * depends on more than its inputs: the environment, a set's order) never
+ * mix their results. */
+uint64_t results_names_hash(const struct cowrun_workload *w, const void *state, size_t ntasks);
 
 struct results_writer {
 	int fd;

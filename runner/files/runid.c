@@ -58,13 +58,14 @@ static int has_key(const char *line, const char *key)
 	return strncmp(line, key, k) == 0 && line[k] == ' ';
 }
 
-enum line_class { HEAD, TASKS, CONTEXT, INPUT, INPUT_AT, ARG, FROM, RUN };
+enum line_class { HEAD, SEED, TASKS, NAMES, CONTEXT, INPUT, INPUT_AT, ARG, FROM, RUN };
 
 static enum line_class class_of(const char *line)
 {
 	return has_key(line, "arg") || has_key(line, "arg-input") ? ARG
 		: has_key(line, "input") ? INPUT : has_key(line, "input-at") ? INPUT_AT
 		: has_key(line, "tasks") ? TASKS : has_key(line, "context") ? CONTEXT
+		: has_key(line, "seed") ? SEED : has_key(line, "names") ? NAMES
 		: has_key(line, "inputs-from") ? FROM : has_key(line, "run-id") ? RUN : HEAD;
 }
 
@@ -389,6 +390,38 @@ static void say_other_run(const char *context, const char *path, const char *sav
 	warnx_("%s: '%s' was saved by '%s', not by this run's '%s'%s", context, path, s, o, hint);
 }
 
+/* Another --seed: the tasks would draw other numbers. */
+static void say_other_seed(const char *context, const char *path, const char *saved, size_t len,
+			   const char *ours)
+{
+	char s[32], o[32];
+
+	runid_field(saved, len, "seed", s, sizeof s);
+	runid_field(ours, strlen(ours), "seed", o, sizeof o);
+	if (strcmp(context, "merge") == 0)
+		warnx_("merge: '%s' was saved with --seed %s, not this run's --seed %s: its tasks "
+		       "drew other numbers: merge with --seed %s, or save it again", path, s, o, s);
+	else
+		warnx_("%s: '%s' was saved with --seed %s, not this run's --seed %s: resume with "
+		       "--seed %s, or run again without --resume", context, path, s, o, s);
+}
+
+/* As many tasks, named otherwise (or in another order): the names
+ * depend on more than the inputs and arguments. */
+static void say_other_names(const char *context, const char *path, const char *saved,
+			    size_t len, const char *ours)
+{
+	char s[32], o[32], n[32];
+
+	runid_field(saved, len, "names", s, sizeof s);
+	runid_field(ours, strlen(ours), "names", o, sizeof o);
+	runid_field(ours, strlen(ours), "tasks", n, sizeof n);
+	warnx_("%s: '%s' was saved for other task names than this run's (%s tasks; names hash %s "
+	       "there, %s here: the names depend on more than the inputs and arguments): %s",
+	       context, path, n, s, o, strcmp(context, "merge") == 0
+	       ? "save the results again" : "run again without --resume");
+}
+
 /* The inputs of both: 0 if they match, 1 after a message (an input that
  * differs), -1 if they cannot be paired (the caller says so). */
 static int check_inputs(const char *context, const char *path, const struct runid_input *s,
@@ -435,7 +468,13 @@ int runid_check(const char *context, const char *path, const char *saved, size_t
 		goto out;
 	}
 	runid_field(ours, strlen(ours), "inputs-from", from, sizeof from);
-	/* An input first: a task count or a merge context that differs
+	/* The seed first: it is known before the setup, and a run of
+	 * another seed is another batch whatever else it shares. */
+	if (same_class(&sl, &ol, HEAD) && !same_class(&sl, &ol, SEED)) {
+		say_other_seed(context, path, saved, len, ours);
+		goto out;
+	}
+	/* An input next: a task count or a merge context that differs
 	 * because the input did is not the news. */
 	if (same_class(&sl, &ol, HEAD) && same_class(&sl, &ol, ARG) &&
 	    (inputs = check_inputs(context, path, si, ns, oi, no, flags,
@@ -443,7 +482,10 @@ int runid_check(const char *context, const char *path, const char *saved, size_t
 		if (inputs > 0)
 			goto out;
 		if (same_class(&sl, &ol, TASKS) && same_class(&sl, &ol, CONTEXT)) {
-			rc = 0;
+			/* Before the setup the names are not known yet. */
+			rc = (flags & RUNID_EARLY) || same_class(&sl, &ol, NAMES) ? 0 : -1;
+			if (rc != 0)
+				say_other_names(context, path, saved, len, ours);
 			goto out;
 		}
 	}

@@ -6,11 +6,15 @@
  * One "KEY VALUE" line each (results.c writes the head, run/inputs.c the
  * rest):
  *
- *   cowrun results 4          format, cowrun's version, the workload and
+ *   cowrun results 5          format, cowrun's version, the workload and
  *   cowrun 0.4.0              its ABI: compared as text
  *   workload sales
  *   abi 3
+ *   seed 0                    the run seed (--seed): compared first, even
+ *                             before the setup
  *   tasks 64                  the task count
+ *   names 0123456789abcdef    the hash of the task names in order (none
+ *                             before the setup)
  *   context 3f0c...           the hash of the merge context, if any
  *   input 1 --input file 132000000 92c5...    each input (inputid.h): kind,
  *   input-at 1 2049:1234 1700000000.000000000 /data/tx.csv   size, hash;
@@ -42,8 +46,9 @@ enum {
 /*
  * Does the saved identity `saved` (its frame's payload, `len` bytes)
  * match this run's, `ours`?  Returns 0 if it does, else -1 after one line
- * "CONTEXT: ..." naming `path`: for an input that differs, which input
- * and what changed (size, content, or with RUNID_RESUME its path, device
+ * "CONTEXT: ..." naming `path`: for another seed, both seeds; for as many
+ * tasks of other names, both names' hashes; for an input that differs,
+ * which input and what changed (size, content, or with RUNID_RESUME its path, device
  * and inode, or modification time); else both runs described, as
  * "'PATH' was saved by 'sales --rows 10 (64 tasks)', not by this run's
  * '...'".

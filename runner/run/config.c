@@ -6,6 +6,7 @@
 #include "os/command.h"
 #include "os/util.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,11 +34,11 @@ static int parse_mode(const char *text, enum mode *mode)
  * be silently dropped, so it is an error.  Returns 0 or EXIT_USAGE. */
 static int refuse_repeat(int key, struct run_config *cfg)
 {
-	static const char once[] = "TSRLJPWXedx";
+	static const char once[] = "TSRLJPWXedxs";
 	static const char *const names[] = { "--tasks", "--shard", "--save-results",
 					     "--timeline", "--joblog", "--stats", "--workload",
 					     "--metrics", "--report-filter", "--report-to",
-					     "--report-suffix" };
+					     "--report-suffix", "--seed" };
 	const char *at = strchr(once, key);
 
 	if (key == 0 || at == NULL)
@@ -68,6 +69,22 @@ static int parse_size(const char *text, size_t *bytes)
 	if (v * mult > 9e18)
 		return -1;
 	*bytes = (size_t)(v * mult);
+	return 0;
+}
+
+/* --seed N: a decimal number, 0 to 2^64 - 1 (all of a task seed's
+ * range: a script may pass one to another program).  Returns 0 or -1. */
+static int parse_seed(const char *text, uint64_t *seed)
+{
+	char *end;
+
+	if (text[0] < '0' || text[0] > '9')
+		return -1;
+	errno = 0;
+	unsigned long long v = strtoull(text, &end, 10);
+	if (errno != 0 || *end != '\0')
+		return -1;
+	*seed = (uint64_t)v;
 	return 0;
 }
 
@@ -168,6 +185,13 @@ int run_config_set(struct run_config *cfg, int key, const char *arg)
 		}
 		warnx_("--report-suffix: bad value '%s': a suffix of a file name, 1-63 bytes, no '/'",
 		       arg);
+		return EXIT_USAGE;
+	case 's':
+		if (parse_seed(arg, &cfg->seed) == 0) {
+			cfg->seed_given = 1;
+			return 0;
+		}
+		warnx_("--seed: bad value '%s': expected a number 0-18446744073709551615", arg);
 		return EXIT_USAGE;
 	case 'I':
 		if (cfg->nnot_inputs < MAX_NOT_INPUTS && arg[0] != '\0') {

@@ -14,6 +14,7 @@
 #include "engine/selection.h"
 
 #include <stddef.h>
+#include <stdint.h>
 
 #define COWRUN_VERSION "0.5.1"
 #define MAX_MERGE_FILES 4096
@@ -62,6 +63,8 @@ struct run_config {
 	const char *report_filter; /* --report-filter CMD: each report through it */
 	const char *report_to;    /* --report-to CMD: each report to it, not kept */
 	const char *report_suffix; /* --report-suffix SUF: appended to report names */
+	uint64_t seed;            /* --seed: the run seed (0 unless given) */
+	int seed_given;
 	int reap_later;           /* a served batch: the workers' exits are
 				   * reaped after the reply (pool_reap_later()) */
 	unsigned seen;            /* options that may be given once */
@@ -81,7 +84,7 @@ void run_config_init(struct run_config *cfg);
  * --tasks-per-worker, 'B'
  * --bar, 'P' --stats, 'X' --metrics, 'K' --memfree, 'W' --workload, 'I'
  * --not-input, 'e' --report-filter, 'd' --report-to, 'x'
- * --report-suffix), checking the value.  An option
+ * --report-suffix, 's' --seed), checking the value.  An option
  * that names a file or a selection may be given once.  Returns 0, or
  * EXIT_USAGE after a one-line message naming the option.  The config
  * keeps pointers to `arg`, which the caller keeps alive.

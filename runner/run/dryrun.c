@@ -198,6 +198,7 @@ int run_dry(const struct run_config *cfg)
 
 	task_set_current_workload(w->name);   /* cowrun_error()'s messages */
 	task_set_verbosity(cfg->verbose);
+	task_set_seed(cfg->seed);   /* plan() may order its names by hash */
 	printf("cowrun --dry-run: the plan; nothing is set up, run or written\n");
 	printf("workload   %s", w->name);
 	print_origin(w, cfg->plugin_path);

@@ -270,7 +270,7 @@ char *inputs_body(void)
 
 /* ---- before and after the setup ---- */
 
-int inputs_check_journal(const struct cowrun_workload *w, const char *journal)
+int inputs_check_journal(const struct cowrun_workload *w, uint64_t seed, const char *journal)
 {
 	char *saved = NULL, *body = NULL, *ours = NULL;
 	int rc = 0;
@@ -278,7 +278,8 @@ int inputs_check_journal(const struct cowrun_workload *w, const char *journal)
 	if (results_read_identity(journal, &saved) != 0)
 		return 0;
 	if ((body = body_of(1)) == NULL ||
-	    (ours = results_identity(COWRUN_VERSION, w, body, 0, (struct results_context){ 0 })) == NULL) {
+	    (ours = results_identity(COWRUN_VERSION, w, seed, body, 0, NULL,
+				     (struct results_context){ 0 })) == NULL) {
 		warnx_("out of memory");
 		rc = -1;
 	} else {

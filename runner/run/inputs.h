@@ -19,6 +19,7 @@
 #include "cowrun.h"
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* Does every name in `names` (with or without "--") name an option of w's
  * table that could name a file (STRING or INPUT)?  Returns 0, or -1 after
@@ -36,15 +37,15 @@ int inputs_find(const struct cowrun_workload *w, int argc, char **argv,
 		const char *const *not_inputs, size_t nnot, int look);
 
 /*
- * --resume, before the setup: compare the inputs as they are now (path,
- * device, inode, size, modification time; their content is not known yet)
- * with those the journal `journal` recorded, so a changed input is
- * refused before an expensive setup.  Nothing to compare (no journal, or
+ * --resume, before the setup: compare the run seed and the inputs as they
+ * are now (path, device, inode, size, modification time; their content
+ * is not known yet) with those the journal `journal` recorded, so another
+ * --seed or a changed input is refused before an expensive setup.  Nothing to compare (no journal, or
  * one this cowrun cannot read: the later full read says why) is no
  * refusal.  Returns 0, or -1 after one line naming the file and what
  * changed.
  */
-int inputs_check_journal(const struct cowrun_workload *w, const char *journal);
+int inputs_check_journal(const struct cowrun_workload *w, uint64_t seed, const char *journal);
 
 /*
  * After the setup: each input's identity.  Refused if a file changed

@@ -29,6 +29,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -418,7 +419,9 @@ void run_unroute_reports(void)
 int run_batch(const struct run_config *cfg, struct batch *b, struct sidefiles *files)
 {
 	char *body = inputs_body();
-	char *identity = body ? results_identity(COWRUN_VERSION, b->workload, body, b->ntasks,
+	const uint64_t names = results_names_hash(b->workload, b->state, b->ntasks);
+	char *identity = body ? results_identity(COWRUN_VERSION, b->workload, cfg->seed, body,
+						 b->ntasks, &names,
 						 results_context_of(b->workload, b->state)) : NULL;
 	struct resume_state resume = { 0 };
 	size_t *selected = NULL;
@@ -426,6 +429,12 @@ int run_batch(const struct run_config *cfg, struct batch *b, struct sidefiles *f
 
 	b->retries = (unsigned)cfg->retries;
 	b->halt = cfg->halt;
+	/* A served batch's seed is its request's (the setup had the
+	 * server's). */
+	task_set_seed(cfg->seed);
+	if (cfg->verbose)
+		warnx_("seed %" PRIu64 "%s: each task's seed derives from it and the task's number",
+		       cfg->seed, cfg->seed_given ? "" : " (the default; --seed N changes it)");
 	if (identity == NULL || add_run_id(&identity) != 0 || run_route_reports(cfg) != 0)
 		goto out;
 	const int fds[2] = { files->joblog.fd, files->paths.journal_fd };
@@ -505,7 +514,7 @@ int run_check_inputs(const struct run_config *cfg)
 			1) != 0)
 		return -1;
 	if (cfg->resume && cfg->joblog_path &&
-	    inputs_check_journal(cfg->workload,
+	    inputs_check_journal(cfg->workload, cfg->seed,
 				 resume_journal_path(cfg->joblog_path, journal, sizeof journal)) != 0)
 		return -1;
 	return 0;
@@ -714,6 +723,7 @@ int run_direct(const struct run_config *cfg)
 	}
 	task_set_current_workload(cfg->workload->name);
 	task_set_verbosity(cfg->verbose);
+	task_set_seed(cfg->seed);   /* before the setup: Python's hash seed */
 	if (options_want_help(cfg->wargc, cfg->wargv)) {
 		options_print_help(cfg->workload, stdout);
 		return run_stdout_written();

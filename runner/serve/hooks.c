@@ -150,6 +150,7 @@ int serve_workload(const struct serve_config *scfg, const struct run_config *cfg
 	signal(SIGXFSZ, SIG_IGN);
 	task_set_current_workload(served.cfg.workload->name);
 	task_set_verbosity(served.cfg.verbose);
+	task_set_seed(served.cfg.seed);   /* the setups'; a batch's is its request's */
 	const struct serve_hooks hooks = { served_setup, served_want, served_run, served_spare,
 					   &served };
 	return serve_main(scfg, &hooks);

@@ -34,6 +34,7 @@ int proto_field_key(unsigned f)
 		[PF_HALT] = 'H', [PF_TIMEOUT] = 't', [PF_OUTDIR] = 'o', [PF_JOBLOG] = 'J',
 		[PF_SAVE] = 'R', [PF_TIMELINE] = 'L', [PF_STATS] = 'P',
 		[PF_REPORT_FILTER] = 'e', [PF_REPORT_TO] = 'd', [PF_REPORT_SUFFIX] = 'x',
+		[PF_SEED] = 's',
 		[PF_TASKS_PER_WORKER] = 'k',
 	};
 

@@ -56,6 +56,8 @@ enum proto_field {
 	PF_REPORT_FILTER, /* --report-filter, --report-to: the command as */
 	PF_REPORT_TO,     /* given; run as the client (identity.c) */
 	PF_REPORT_SUFFIX, /* --report-suffix */
+	PF_SEED,          /* --seed (absent: the server's); new fields go
+			   * last: a tag's number is its meaning on the wire */
 	PF_TASKS_PER_WORKER, /* --tasks-per-worker */
 	PF_COUNT
 };

@@ -55,6 +55,8 @@ static void submit_usage(void)
 "                     as for cowrun: created here as a temporary file,\n"
 "                     written by the server, named here when whole (as\n"
 "                     cowrun keeps them), else dropped\n"
+"      --seed N       as for cowrun (default: the server's --seed); the\n"
+"                     hash seed of a Python script is the server's\n"
 "      --report-filter CMD  --report-to CMD  --report-suffix SUF\n"
 "                     as for cowrun; CMD runs as you: a server that cannot\n"
 "                     act as you (not root, another user) refuses it\n"
@@ -135,10 +137,14 @@ static int set_field(struct proto_request *rq, enum proto_field f, const char *n
 	return 0;
 }
 
+/* --socket's getopt key: none of cowrun's (they are the fields' keys,
+ * and 's' is --seed's). */
+enum { OPT_SOCKET = 256 };
+
 static int parse_submit(int argc, char **argv, struct submit_args *a)
 {
 	static const struct option longopts[] = {
-		{ "socket", required_argument, NULL, 's' },
+		{ "socket", required_argument, NULL, OPT_SOCKET },
 		{ "jobs", required_argument, NULL, 'j' },
 		{ "outdir", required_argument, NULL, 'o' },
 		{ "tasks", required_argument, NULL, 'T' },
@@ -154,6 +160,7 @@ static int parse_submit(int argc, char **argv, struct submit_args *a)
 		{ "report-filter", required_argument, NULL, 'e' },
 		{ "report-to", required_argument, NULL, 'd' },
 		{ "report-suffix", required_argument, NULL, 'x' },
+		{ "seed", required_argument, NULL, 's' },
 		{ "resume", no_argument, NULL, 'u' },
 		{ "resume-failed", no_argument, NULL, 'F' },
 		{ "status", no_argument, NULL, 'i' },
@@ -171,7 +178,7 @@ static int parse_submit(int argc, char **argv, struct submit_args *a)
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "+:j:o:h", longopts, NULL)) != -1) {
 		int f = field_of(c);
-		if (c == 's')
+		if (c == OPT_SOCKET)
 			a->socket_path = optarg;
 		else if (c == 'i')
 			a->rq.type = PROTO_STATUS;

@@ -148,6 +148,15 @@ left_on_hosts() {
 	[ ! -e "$BATS_TEST_TMPDIR/out" ]
 }
 
+@test "cluster --cowrun-opt=--seed=N: the shards and the merge get the run seed (part of the results' identity)" {
+	printf '%s\n' server1 server2 >"$BATS_TEST_TMPDIR/slf"
+	run --separate-stderr "$CLUSTER" --dry-run --slf "$BATS_TEST_TMPDIR/slf" -o "$BATS_TEST_TMPDIR/out" \
+		--cowrun-opt=--seed=5 "${SALES[@]}"
+	[ "$status" -eq 0 ] || { echo "exit $status: $stderr" >&2; return 1; }
+	[[ "$output" == *"--seed=5 --merge STAGING/res sales --rows 200000"* ]]
+	[[ "$output" == *"parallel "*"--seed=5"* ]]
+}
+
 @test "cluster --check: every host logs in and has this cowrun" {
 	need_sshd
 	run --separate-stderr cluster --check --slf "$SSHD_DIR/two"

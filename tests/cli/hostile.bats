@@ -356,11 +356,11 @@ csv() {
 	refused 255 "cowrun: merge: 'avg.res' was saved by 'average --size 100 --chunks 3 (3 tasks)', not by this run's 'selftest --tasks 3 (3 tasks)'" \
 		--merge avg.res selftest --tasks 3
 	# A results file of a later format version is not read as this one.
-	{ frame 4 3 "$(printf 'cowrun results 5\nworkload selftest\ntasks 3')"; frame 5 0 ''; } >v5.res
-	refused 255 "cowrun: merge: 'v5.res' is not a cowrun results file" --merge v5.res selftest --tasks 3
+	{ frame 4 3 "$(printf 'cowrun results 6\nworkload selftest\ntasks 3')"; frame 5 0 ''; } >v6.res
+	refused 255 "cowrun: merge: 'v6.res' is not a cowrun results file" --merge v6.res selftest --tasks 3
 	# One of the older format 2 is named as such.
 	{ frame 4 0 "$(printf 'cowrun results 2\nworkload selftest\ntasks 3')"; frame 5 0 ''; } >v2.res
-	refused 255 "cowrun: merge: 'v2.res' is in results format 2, of an older cowrun; this one reads format 4 (the identity of every input file): save the results again" \
+	refused 255 "cowrun: merge: 'v2.res' is in results format 2, of an older cowrun; this one reads format 5 (the run's seed and its task names): save the results again" \
 		--merge v2.res selftest --tasks 3
 	# Some other binary file.
 	head -c 4096 "$COWRUN" >elf.res

@@ -198,13 +198,23 @@ PY
 	  "$ROOT/build/tests/mkframe" 5 0 ''; } >old.res
 	run --separate-stderr cowrun --merge old.res selftest --tasks 2
 	[ "$status" -eq 255 ]
-	assert_one_line_error "cowrun: merge: 'old.res' is in results format 3, of an older cowrun; this one reads format 4 (the identity of every input file): save the results again"
+	assert_one_line_error "cowrun: merge: 'old.res' is in results format 3, of an older cowrun; this one reads format 5 (the run's seed and its task names): save the results again"
 	# A journal of before the upgrade is not resumed either.
 	cowrun --joblog log selftest --tasks 2 >/dev/null
 	cp old.res log.res
 	run --separate-stderr cowrun --joblog log --resume selftest --tasks 2
 	[ "$status" -eq 255 ]
-	assert_one_line_error "cowrun: --resume: 'log.res' is in results format 3, of an older cowrun; this one reads format 4 (the identity of every input file): run again without --resume"
+	assert_one_line_error "cowrun: --resume: 'log.res' is in results format 3, of an older cowrun; this one reads format 5 (the run's seed and its task names): run again without --resume"
+	# Format 4 (cowrun 0.5.1): no seed, no task names.
+	{ "$ROOT/build/tests/mkframe" 4 0 "$(printf 'cowrun results 4\ncowrun 0.5.1\nworkload selftest\nabi 4\ntasks 2\narg --tasks\narg 2')"
+	  "$ROOT/build/tests/mkframe" 5 0 ''; } >four.res
+	run --separate-stderr cowrun --merge four.res selftest --tasks 2
+	[ "$status" -eq 255 ]
+	assert_one_line_error "cowrun: merge: 'four.res' is in results format 4, of an older cowrun; this one reads format 5 (the run's seed and its task names): save the results again"
+	cp four.res log.res
+	run --separate-stderr cowrun --joblog log --resume selftest --tasks 2
+	[ "$status" -eq 255 ]
+	assert_one_line_error "cowrun: --resume: 'log.res' is in results format 4, of an older cowrun; this one reads format 5 (the run's seed and its task names): run again without --resume"
 }
 
 # ---- a run's outputs are its own --------------------------------------

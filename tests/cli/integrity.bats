@@ -96,7 +96,7 @@ judge() {
 			f(5, 0, "")' >"$D/old.res"
 	run --separate-stderr cowrun --merge "$D/old.res" selftest --tasks 3
 	[ "$status" -eq 255 ]
-	assert_one_line_error "cowrun: merge: '$D/old.res' is in results format 1, of an older cowrun; this one reads format 4 (the identity of every input file): save the results again"
+	assert_one_line_error "cowrun: merge: '$D/old.res' is in results format 1, of an older cowrun; this one reads format 5 (the run's seed and its task names): save the results again"
 	cowrun --joblog "$D/log" selftest --tasks 3 >/dev/null
 	cp "$D/old.res" "$D/log.res"
 	run --separate-stderr cowrun --joblog "$D/log" --resume selftest --tasks 3

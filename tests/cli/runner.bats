@@ -18,7 +18,7 @@ load helpers
 	# With -v, what saved results must share to merge.
 	run --separate-stderr cowrun -v --version
 	[ "$status" -eq 0 ]
-	[[ "$output" =~ ^cowrun\ [0-9]+\.[0-9]+\.[0-9]+$'\n'"results format 4, workload ABI 4"$ ]]
+	[[ "$output" =~ ^cowrun\ [0-9]+\.[0-9]+\.[0-9]+$'\n'"results format 5, workload ABI 4"$ ]]
 }
 
 @test "--list shows every built-in workload with a summary" {

@@ -101,7 +101,7 @@ static void test_reported_hash_only_for_that_state(void **state)
 	unlink(path);
 }
 
-#define HEAD "cowrun results 4\ncowrun 0.3.0\nworkload w\nabi 3\ntasks 2\n"
+#define HEAD "cowrun results 5\ncowrun 0.3.0\nworkload w\nabi 3\nseed 0\ntasks 2\nnames 00000000000000ab\n"
 #define ARGS "arg --input\narg-input 1\n"
 
 static int check(const char *saved, const char *ours, int flags)
@@ -188,8 +188,8 @@ static void test_declared_input_known_after_setup(void **state)
  * upgrade named. */
 static void test_abi_upgrade_named(void **state)
 {
-	const char *old = "cowrun results 4\ncowrun 0.4.0\nworkload w\nabi 3\ntasks 2\narg x\n";
-	const char *now = "cowrun results 4\ncowrun 0.5.1\nworkload w\nabi 4\ntasks 2\narg x\n";
+	const char *old = "cowrun results 5\ncowrun 0.4.0\nworkload w\nabi 3\nseed 0\ntasks 2\narg x\n";
+	const char *now = "cowrun results 5\ncowrun 0.5.1\nworkload w\nabi 4\nseed 0\ntasks 2\narg x\n";
 	char said[1024];
 
 	(void)state;
@@ -201,6 +201,35 @@ static void test_abi_upgrade_named(void **state)
 	assert_non_null(strstr(said, "(3 to 4): run the batch again without --resume"));
 }
 
+/* Another --seed is refused first, even before the setup, naming both
+ * seeds; as many tasks of other names after the setup only. */
+static void test_seed_and_names(void **state)
+{
+	const char *base = "cowrun results 5\ncowrun 0.5.1\nworkload w\nabi 4\n";
+	char saved[512], seven[512], names[512], early[512], early7[512], said[1024];
+
+	(void)state;
+	snprintf(saved, sizeof saved, "%sseed 0\ntasks 2\nnames 00000000000000ab\narg x\n", base);
+	snprintf(seven, sizeof seven, "%sseed 7\ntasks 2\nnames 00000000000000ab\narg x\n", base);
+	snprintf(names, sizeof names, "%sseed 0\ntasks 2\nnames 00000000000000cd\narg x\n", base);
+	snprintf(early, sizeof early, "%sseed 0\ntasks 0\narg x\n", base);
+	snprintf(early7, sizeof early7, "%sseed 7\ntasks 0\narg x\n", base);
+	assert_int_equal(check(saved, saved, RUNID_RESUME), 0);
+	assert_int_equal(check_said("merge", saved, seven, 0, said, sizeof said), -1);
+	assert_non_null(strstr(said, "merge: 'x.res' was saved with --seed 0, not this run's "
+				     "--seed 7: its tasks drew other numbers: merge with --seed 0"));
+	assert_int_equal(check(saved, early, RUNID_RESUME | RUNID_EARLY), 0);
+	assert_int_equal(check_said("--resume", saved, early7, RUNID_RESUME | RUNID_EARLY, said,
+				    sizeof said), -1);
+	assert_non_null(strstr(said, "--resume: 'x.res' was saved with --seed 0, not this run's "
+				     "--seed 7: resume with --seed 0, or run again without --resume"));
+	assert_int_equal(check_said("merge", saved, names, 0, said, sizeof said), -1);
+	assert_non_null(strstr(said, "was saved for other task names than this run's (2 tasks; "
+				     "names hash 00000000000000ab there, 00000000000000cd here"));
+	assert_int_equal(check_said("--resume", saved, names, RUNID_RESUME, said, sizeof said), -1);
+	assert_non_null(strstr(said, "): run again without --resume"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -209,6 +238,7 @@ int main(void)
 		cmocka_unit_test(test_identities_compare),
 		cmocka_unit_test(test_declared_input_known_after_setup),
 		cmocka_unit_test(test_abi_upgrade_named),
+		cmocka_unit_test(test_seed_and_names),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

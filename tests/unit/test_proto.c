@@ -75,6 +75,29 @@ static void test_report_fields(void **unused)
 	assert_int_equal(buf[12], 13);
 }
 
+/* --seed is tag 16 on the wire (the one after PF_REPORT_SUFFIX, as
+ * released), its key 's'; it passes no descriptor. */
+static void test_seed_field(void **unused)
+{
+	static struct proto_request rq, back;
+	const char *why = NULL;
+
+	(void)unused;
+	assert_int_equal(PF_SEED, 16);
+	assert_int_equal(PF_SEED, PF_REPORT_SUFFIX + 1);
+	assert_int_equal(proto_field_key(PF_SEED), 's');
+	memset(&rq, 0, sizeof rq);
+	rq.type = PROTO_RUN;
+	assert_int_equal(proto_set(&rq, PF_SEED, "18446744073709551615"), 0);
+	assert_int_equal(proto_run_fds(&rq), 3);
+	long len = proto_encode_request(&rq, buf, sizeof buf);
+	assert_int_equal(len, 12 + 3 + 20);
+	assert_int_equal(buf[12], 16);
+	assert_int_equal(proto_decode_request(buf, (size_t)len, &back, &why), 0);
+	assert_int_equal(back.present, 1u << PF_SEED);
+	assert_string_equal(back.field[PF_SEED], "18446744073709551615");
+}
+
 /* Each option's field has cowrun's key for it, no two the same; the
  * fields that are not options, and no field, have none. */
 static void test_field_keys(void **unused)
@@ -300,6 +323,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_request_round_trip),
 		cmocka_unit_test(test_report_fields),
+		cmocka_unit_test(test_seed_field),
 		cmocka_unit_test(test_field_keys),
 		cmocka_unit_test(test_request_limits),
 		cmocka_unit_test(test_request_refused),

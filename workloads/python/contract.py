@@ -53,6 +53,14 @@ Signals.  The interpreter installs no handler: Ctrl-C and SIGTERM keep
 cowrun's meaning (finish the running tasks, start no more; twice: stop
 them).  No KeyboardInterrupt reaches the script.
 
+Randomness.  Before each run(), random and (when it is already imported)
+numpy's global generator are seeded with the task's seed, from --seed (0
+unless given) and the task's index: the same draws at every -j, in every
+mode, across runs, shards, resumes, and on a retry (a retry draws what the
+failed attempt drew).  A seed set in setup() does not reach run(); numpy
+imported first inside run() is not reseeded for that task.  The hash seed
+follows --seed too: set and dict orders repeat from run to run.
+
 Inputs.  SCRIPT is an input (--resume refuses a changed script), and so is
 every argument that names an existing regular file, or "--name=FILE"
 (cowrun --not-input ARG says one is not).  A file named any other way
@@ -80,6 +88,8 @@ The cowrun module (import cowrun; only under cowrun python):
         One command per task.
     cowrun.input(path)       in setup(): path is an input of the run
     cowrun.task()            in run(): (i, name); None elsewhere
+    cowrun.seed()            in run(): the task's seed (random and numpy
+                             were seeded with it); elsewhere the run's, --seed
     cowrun.verbosity()       1 under cowrun -v, else 0
 
 Arguments.  cowrun's options come before `python`; everything after the

@@ -10,6 +10,7 @@
 #include <dirent.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -26,10 +27,18 @@ static PyObject *pickle_dumps, *pickle_loads;
 /*
  * What is easier said in Python: loading the script as a module under a
  * fixed name (whatever the file is called, and so that pickle finds the
- * classes it defines), and finding where an exception was raised.
+ * classes it defines), finding where an exception was raised, and the
+ * random generators' seeds.  reseed() seeds them for a task, keeping
+ * the states merge() and finish() go on from (once per process until
+ * restore() gives them back: a worker that only runs tasks pays for one
+ * save); restore() runs before merge() and finish().  `random` reseeds
+ * itself from the system in every forked child (its own at-fork hook):
+ * the hook registered after it here gives the child the parent's state
+ * back, so that merge() and finish() draw the same in the watchdog's
+ * child (serial mode) as in the parent (fork mode).
  */
 static const char helper_source[] =
-	"import importlib.machinery, importlib.util, os, sys, traceback\n"
+	"import importlib.machinery, importlib.util, os, random, sys, traceback\n"
 	"def load(path):\n"
 	"    name = '__cowrun_script__'\n"
 	"    loader = importlib.machinery.SourceFileLoader(name, path)\n"
@@ -72,6 +81,31 @@ static const char helper_source[] =
 	"        found.add(f)\n"
 	"    here = os.path.join(os.path.dirname(script), '')\n"
 	"    return sorted(found, key=lambda f: (not f.startswith(here), f))\n"
+	"fork_state = None\n"
+	"def keep_random_state():\n"
+	"    global fork_state\n"
+	"    fork_state = random.getstate()\n"
+	"def take_random_state():\n"
+	"    global fork_state\n"
+	"    random.setstate(fork_state)\n"
+	"    fork_state = None\n"
+	"os.register_at_fork(before=keep_random_state, after_in_child=take_random_state)\n"
+	"merge_side = None\n"
+	"def reseed(seed):\n"
+	"    global merge_side\n"
+	"    npr = sys.modules.get('numpy.random')\n"
+	"    if merge_side is None:\n"
+	"        merge_side = random.getstate(), npr.get_state() if npr else None\n"
+	"    random.seed(seed)\n"
+	"    if npr is not None:\n"
+	"        npr.seed(seed % 2**32)\n"
+	"def restore():\n"
+	"    global merge_side\n"
+	"    if merge_side is not None:\n"
+	"        saved, merge_side = merge_side, None\n"
+	"        random.setstate(saved[0])\n"
+	"        if saved[1] is not None:\n"
+	"            sys.modules['numpy.random'].set_state(saved[1])\n"
 	"def describe():\n"
 	"    return sys.version.split()[0], sys.executable, sys.prefix, \\\n"
 	"        [p for p in sys.path if p], getattr(sys, 'base_prefix', '')\n";
@@ -253,6 +287,12 @@ static int init_interpreter(const char *script, int argc, char **argv)
 	PyConfig_InitPythonConfig(&config);
 	config.install_signal_handlers = 0;
 	config.parse_argv = 0;
+	/* Set and dict orders repeat from run to run (and so do names a
+	 * script takes from a set): the hash seed is the run seed's, not
+	 * a random one (PYTHONHASHSEED is not read). */
+	config.use_hash_seed = 1;
+	config.hash_seed = (unsigned long)(cowrun_seed_mix(cowrun_run_seed(), UINT64_MAX) &
+					   0xffffffffu);
 	status = PyConfig_SetBytesString(&config, &config.program_name,
 					 python_executable(exe, sizeof exe));
 	if (!PyStatus_Exception(status))
@@ -338,6 +378,26 @@ int py_start(const char *script, int argc, char **argv)
 	if (cowrun_verbosity() > 0)
 		describe_interpreter();
 	return 0;
+}
+
+/* ---- random generators ---- */
+
+int py_reseed(uint64_t seed)
+{
+	PyObject *fn = PyDict_GetItemString(helpers, "reseed"); /* borrowed */
+	PyObject *r = fn ? PyObject_CallFunction(fn, "K", (unsigned long long)seed) : NULL;
+
+	Py_XDECREF(r);
+	return r ? 0 : -1;
+}
+
+int py_restore_generators(void)
+{
+	PyObject *fn = PyDict_GetItemString(helpers, "restore"); /* borrowed */
+	PyObject *r = fn ? PyObject_CallNoArgs(fn) : NULL;
+
+	Py_XDECREF(r);
+	return r ? 0 : -1;
 }
 
 /* ---- the script ---- */

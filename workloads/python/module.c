@@ -17,6 +17,10 @@
  *       in setup(): path is an input of the run (cowrun_input()).
  *   cowrun.task()
  *       in run(): (index, name) of the task; None elsewhere.
+ *   cowrun.seed()
+ *       in run(): the task's seed (cowrun_task_seed()), which random and
+ *       numpy's global generator were seeded with; elsewhere the run's
+ *       (--seed).
  *   cowrun.verbosity()
  *       0, or 1 under cowrun -v.
  */
@@ -249,6 +253,17 @@ static PyObject *cw_task(PyObject *self, PyObject *unused)
 	return Py_BuildValue("(nO)", (Py_ssize_t)task_index, task_name);
 }
 
+/* The task's seed in run(), the run's elsewhere: what a script seeds
+ * its own generators with (numpy.random.default_rng(cowrun.seed())). */
+static PyObject *cw_seed(PyObject *self, PyObject *unused)
+{
+	(void)self;
+	(void)unused;
+	if (phase == PY_PHASE_RUN && task != NULL)
+		return PyLong_FromUnsignedLongLong(cowrun_task_seed(task));
+	return PyLong_FromUnsignedLongLong(cowrun_run_seed());
+}
+
 static PyObject *cw_verbosity(PyObject *self, PyObject *unused)
 {
 	(void)self;
@@ -267,6 +282,9 @@ static PyMethodDef cowrun_methods[] = {
 	{ "input", cw_input, METH_O,
 	  "input(path): in setup(), declare a file the results depend on" },
 	{ "task", cw_task, METH_NOARGS, "task(): (index, name) in run(), else None" },
+	{ "seed", cw_seed, METH_NOARGS,
+	  "seed(): in run(), this task's seed (from --seed and the task's index: the same at "
+	  "every -j and on a retry); elsewhere the run's seed, --seed (0 unless given)" },
 	{ "verbosity", cw_verbosity, METH_NOARGS, "verbosity(): 1 under cowrun -v, else 0" },
 	{ NULL, NULL, 0, NULL },
 };
@@ -274,7 +292,7 @@ static PyMethodDef cowrun_methods[] = {
 static struct PyModuleDef cowrun_module = {
 	PyModuleDef_HEAD_INIT, "cowrun",
 	"What a script run by `cowrun python` calls: report(), command(), input(), task(), "
-	"verbosity().",
+	"seed(), verbosity().",
 	-1, cowrun_methods, NULL, NULL, NULL, NULL,
 };
 

@@ -296,6 +296,8 @@ static int py_run(const void *state, size_t k, struct cowrun_task *task)
 	PyObject *name = PyList_GET_ITEM(job->names, (Py_ssize_t)k);
 	int rc = 0, command;
 
+	if (py_reseed(cowrun_task_seed(task)) != 0)
+		return task_failed(task, ", seeding its random generators");
 	py_set_task(task, k, name);
 	py_set_phase(PY_PHASE_RUN);
 	PyObject *result = PyObject_CallFunction(job->run, "OnO", job->state, (Py_ssize_t)k, name);
@@ -340,6 +342,10 @@ static int py_merge(void *state, size_t k, const void *record, size_t len)
 
 	if (job->merge == NULL)
 		return 0;
+	if (py_restore_generators() != 0) {
+		say_failed("merge");
+		return -1;
+	}
 	PyObject *result = py_unpickle(record, len);
 	if (result == NULL) {
 		say_failed("merge");
@@ -364,7 +370,7 @@ static int py_finish(void *state, FILE *out)
 
 	if (job->finish == NULL)
 		return 0;
-	if ((writer = py_writer_new(out)) == NULL) {
+	if (py_restore_generators() != 0 || (writer = py_writer_new(out)) == NULL) {
 		say_failed("finish");
 		return -1;
 	}

@@ -26,6 +26,7 @@
 #include "cowrun.h"
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 /* ---- interp.c ---- */
@@ -53,6 +54,22 @@ PyObject *py_function(PyObject *module, const char *name, int *bad);
  * with `print_traceback` its traceback first goes to stderr.
  */
 void py_describe_error(char *buf, size_t size, char *where, size_t wsize, int print_traceback);
+
+/*
+ * Before run(): seed `random` and, when it is imported, numpy's global
+ * generator from `seed` (cowrun_task_seed()), so the task draws the same
+ * numbers at every -j, in every mode, on a retry.  Their states before
+ * the first run() since the last py_restore_generators() are kept for it
+ * (a worker that only runs tasks keeps them once).  Returns 0, or -1
+ * with the exception pending.
+ */
+int py_reseed(uint64_t seed);
+
+/* Before merge() and finish(): the states kept by py_reseed() back, if a
+ * run() came since, so that they draw in the process that ran the tasks
+ * (serial mode) as in one that did not (fork mode).  Returns 0, or -1
+ * with the exception pending. */
+int py_restore_generators(void);
 
 /* The pending exception is a SystemExit: its status into *status. */
 int py_system_exit(int *status);
