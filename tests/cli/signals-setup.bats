@@ -94,6 +94,25 @@ start_in_setup() {
 	done
 }
 
+@test "SIGHUP while tasks run is a SIGTERM: running tasks finish, none start, 129, the interrupted line" {
+	d=$BATS_TEST_TMPDIR
+	"$REAPER" "$COWRUN" -j 2 -o "$d/out" --joblog "$d/log" selftest --tasks 8 --sleep-ms 300 \
+		--report-bytes 10 --mark-start "$d/started" >"$d/out.txt" 2>"$d/err" &
+	bg=$!
+	wait_for 30 "two tasks to start" started_at_least "$d/started" 2
+	kill -HUP "$(cowrun_of "$bg")"
+	status=0
+	wait "$bg" || status=$?
+	bg=
+	err=$(cat "$d/err")
+	[ "$status" -eq 129 ] || { echo "status $status: $err" >&2; return 1; }
+	[ ! -s "$d/out.txt" ]
+	[[ "$err" == "cowrun: interrupted: "*" not started; rerun with --resume" ]] || { echo "$err" >&2; return 1; }
+	# Every task that started finished and is in the joblog.
+	[ "$(tail -n +2 "$d/log" | wc -l)" -eq "$(started_count "$d/started")" ]
+	assert_no_temporary "$d"
+}
+
 @test "a signal during the setup of a --resume leaves the joblog it did not create as it was" {
 	d=$BATS_TEST_TMPDIR
 	mkdir "$d/marks"
