@@ -141,6 +141,9 @@ void signals_setup_begin(const char *who)
 {
 	setup_who = who;
 	in_setup = 1;
+	/* One that came before (waiting for the joblog's lock): no setup. */
+	if (received > 0)
+		end_in_setup(last_signal);
 }
 
 void signals_setup_note_file(const char *path)

@@ -5,20 +5,25 @@
 # and 11).  tests/fixtures/python/signals.py is switched by SIG_*
 # environment variables (see its docstring).
 
-load helpers
+load serve-helpers
 
 SCRIPT="$ROOT/tests/fixtures/python/signals.py"
 
 setup() {
 	bg=
+	srv=
+	D=
 }
 
-# A run the test did not get to end: taken down, so nothing outlives it.
+# A run or a server the test did not get to end: taken down, so nothing
+# outlives it.
 teardown() {
 	if [ -n "${bg:-}" ] && kill -0 "$bg" 2>/dev/null; then
 		pkill -KILL -P "$bg" -x cowrun || true
 		wait "$bg" || true
 	fi
+	kill_server
+	[ -z "${D:-}" ] || rm -rf "$D"
 }
 
 # The cowrun a backgrounded reaper runs.
@@ -215,6 +220,29 @@ start_in_setup() {
 	[ "$status" -eq 0 ] || { echo "status $status: $stderr" >&2; return 1; }
 	[ "$output" = "summary line 0: total 6"$'\n'"summary line 1: total 6"$'\n'"summary line 2: total 6" ]
 	[ "$(ls "$d/marks" | wc -l)" -eq 4 ]
+}
+
+@test "a served batch: a finish() that fails sends no summary to the client; a reader gone is 254 and one line" {
+	serve_setup
+	SIG_FINISH_RAISE=1 start_server -j 2 python "$SCRIPT"
+	status=0
+	submit -o "$D/out" >"$D/out.txt" 2>"$D/err" || status=$?
+	[ "$status" -eq 254 ] || { echo "status $status: $(cat "$D/err")" >&2; return 1; }
+	[ ! -s "$D/out.txt" ] || { echo "a partial summary: $(cat "$D/out.txt")" >&2; return 1; }
+	stderr=$(cat "$D/err")
+	assert_one_line_error "cowrun: python: $SCRIPT:*: in finish(): RuntimeError: finish() broke half way"
+	stop_server
+	[ "$status" -eq 0 ]
+	SIG_LINES=200000 start_server -j 2 python "$SCRIPT"
+	submit -o "$D/out2" 2>"$D/err" | head -1 >"$D/first" || true
+	status=${PIPESTATUS[0]}
+	[ "$status" -eq 254 ] || { echo "status $status: $(cat "$D/err")" >&2; return 1; }
+	[ "$(cat "$D/first")" = "summary line 0: total 6" ]
+	stderr=$(cat "$D/err")
+	assert_one_line_error "cowrun: cannot write the summary to standard output: Broken pipe"
+	[ -s "$D/out2/.cowrun-manifest.python" ]
+	stop_server
+	[ "$status" -eq 0 ]
 }
 
 @test "a task name with a tab, a newline or 0x7f is refused before the first task: 255, one line naming the task and the byte" {
