@@ -30,6 +30,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdio_ext.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -206,8 +207,9 @@ static int run_tasks(const struct run_config *cfg, struct batch *b, struct sidef
  * blocked: a reader gone (`| head -1`) makes the write fail with EPIPE,
  * one line and exit 254 with the manifest and joblog written, instead of
  * killing the run.  A SIGPIPE left pending is taken before unblocking.
- * Straight to the descriptor: stdio keeps no unwritten tail that exit()
- * would try again.  Returns 0 or -1 with errno. */
+ * Through stdout, which a served batch's leader guards (guard.h); what
+ * could not be written is dropped, so that exit() does not try it again.
+ * Returns 0 or -1 with errno. */
 static int write_summary(const char *text, size_t len)
 {
 	sigset_t pipe_only, before;
@@ -217,9 +219,10 @@ static int write_summary(const char *text, size_t len)
 	sigemptyset(&pipe_only);
 	sigaddset(&pipe_only, SIGPIPE);
 	pthread_sigmask(SIG_BLOCK, &pipe_only, &before);
-	if (fflush(stdout) != 0 || ferror(stdout) || write_all(STDOUT_FILENO, text, len) != 0) {
+	if (fwrite(text, 1, len, stdout) != len || fflush(stdout) != 0 || ferror(stdout)) {
 		rc = -1;
-		err = errno;
+		err = errno ? errno : EIO;
+		__fpurge(stdout);
 	}
 	while (sigtimedwait(&pipe_only, NULL, &now) == SIGPIPE)
 		;
