@@ -148,11 +148,11 @@ void signals_setup_begin(const char *who)
 
 void signals_setup_note_file(const char *path)
 {
-	char cwd[PATH_MAX];
-	char *slot = setup_files[nsetup_files];
+	char cwd[PATH_MAX], *slot;
 
 	if (nsetup_files >= SETUP_FILES)
 		return;
+	slot = setup_files[nsetup_files];
 	/* Absolute: the setup may change the directory (os.chdir()). */
 	if (path[0] != '/' && getcwd(cwd, sizeof cwd) != NULL) {
 		if (snprintf(slot, PATH_MAX, "%s/%s", cwd, path) >= PATH_MAX)
