@@ -344,7 +344,11 @@ struct cowrun_workload {
 	size_t (*ntasks)(const void *state);
 
 	/* Any process.  Writes task k's stable name (a file name: no '/',
-	 * at most COWRUN_NAME_MAX - 1 bytes) into buf. */
+	 * at most COWRUN_NAME_MAX - 1 bytes) into buf.  No byte below 0x20
+	 * (a tab, a newline) and no 0x7f either: the name is a field of the
+	 * joblog's tab-separated lines.  The runner checks every name once
+	 * after the setup and refuses the run (exit 255) before the first
+	 * task, naming the task and the byte. */
 	void (*task_name)(const void *state, size_t k, char *buf, size_t size);
 
 	/* Worker.  Runs task k: reads `state`, never writes it; writes its
@@ -372,7 +376,9 @@ struct cowrun_workload {
 	 * cowrun_error() (a malformed record). */
 	int (*merge)(void *state, size_t k, const void *record, size_t len);
 
-	/* Parent, after the last merge.  Writes the summary to `out`.
+	/* Parent, after the last merge.  Writes the summary to `out`, a
+	 * stream in memory: the runner writes it to stdout whole once
+	 * finish() returns 0, and nothing of it when finish() fails.
 	 * Returns 0 or -1 after cowrun_error(). */
 	int (*finish)(void *state, FILE *out);
 

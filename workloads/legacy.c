@@ -465,14 +465,19 @@ static int legacy_finish(void *state, FILE *out)
 {
 	struct legacy *l = state;
 	struct branch_total sum = { 0 };
-	size_t wrong = 0;
-	char a[32];
+	size_t wrong = 0, at = 0;
+	char a[32], which[128] = "";
 
 	fprintf(out, "Branch ledgers\n  %6s %10s %9s %16s  %s\n", "Branch", "Entries",
 		"Rejected", "Net", "Control");
 	for (size_t k = 0; k < l->nbranches; k++)
-		if (l->acc->merged[k])
-			wrong += (size_t)finish_branch(out, l, k, &sum);
+		if (l->acc->merged[k] && finish_branch(out, l, k, &sum)) {
+			/* Named in the error: a failed finish() prints no summary. */
+			if (at + 8 < sizeof which)
+				at += (size_t)snprintf(which + at, sizeof which - at, "%s%zu",
+						       wrong ? ", " : "", k);
+			wrong++;
+		}
 	format_cents(a, sizeof a, net_of(&sum));
 	fprintf(out, "  %6s %10" PRId64 " %9" PRId64 " %16s\n", "Total", sum.entries,
 		sum.rejected, a);
@@ -483,8 +488,9 @@ static int legacy_finish(void *state, FILE *out)
 		return -1;
 	}
 	if (wrong) {
-		cowrun_error("%zu of %zu branch reports disagree with the ledger's control totals",
-			     wrong, l->acc->nmerged);
+		cowrun_error("%zu of %zu branch reports disagree with the ledger's control totals"
+			     " (branches %s%s)", wrong, l->acc->nmerged, which,
+			     at + 8 < sizeof which ? "" : ", ...");
 		return -1;
 	}
 	return 0;
@@ -501,8 +507,8 @@ const struct cowrun_workload cowrun_workload_legacy = {
 		"cut by strtok, localtime, static result buffers, a global accumulator) and\n"
 		"writes branch-NN.txt.  Right in fork and serial mode; not thread-safe, so\n"
 		"--mode omp refuses it.  With --mode omp --force the threads trample each\n"
-		"other's statics: the summary marks the branches that disagree with the\n"
-		"control totals WRONG and cowrun exits 254.",
+		"other's statics: the branches that disagree with the control totals are\n"
+		"named, no summary is printed, and cowrun exits 254.",
 	.flags = COWRUN_NOT_THREAD_SAFE | COWRUN_WRITES_REPORTS,
 	.options = legacy_options,
 	.defaults = &legacy_defaults,

@@ -123,6 +123,8 @@ static int pool_init(struct pool *p, struct batch *b, size_t workers,
 	p->shared = p->shared_map;
 	p->shared_slots = (struct shared_slot *)((char *)p->shared_map + slots_off);
 	p->requeue = (uint64_t *)((char *)p->shared_map + requeue_off);
+	/* The signal handler sets it: nothing is claimed after a Ctrl-C. */
+	signals_stop_flag(&p->shared->stop);
 	if (!p->slots || !p->pollfds || !p->poll_slot || !p->retry_queued)
 		return -1;
 	for (size_t i = 0; i < workers; i++)
@@ -139,6 +141,7 @@ static void pool_free(struct pool *p)
 	free(p->pollfds);
 	free(p->poll_slot);
 	free(p->retry_queued);
+	signals_stop_flag(NULL);
 	if (p->shared_map)
 		munmap(p->shared_map, p->shared_size);
 	if (p->shared_fd >= 0)

@@ -1,8 +1,11 @@
 /*
- * signals.h - SIGINT and SIGTERM in the parent.  The handlers only count
- * the signal and write a byte to a self-pipe, so the main loop's poll()
- * wakes up; the loop decides what to do: first signal, stop handing out
- * tasks and let running ones finish; second signal, kill the workers.
+ * signals.h - SIGINT and SIGTERM (and SIGHUP in a direct run) in the
+ * parent.  The handlers count the signal, set the workers' stop flag and
+ * write a byte to a self-pipe, so the main loop's poll() wakes up; the
+ * loop decides what to do: first signal, stop handing out tasks and let
+ * running ones finish; second signal, kill the workers.  During the
+ * setup, which is the workload's code and never polls, the handler ends
+ * the run itself (signals_setup_begin()).
  */
 #ifndef COWRUN_SIGNALS_H
 #define COWRUN_SIGNALS_H
@@ -11,6 +14,26 @@
 
 /* Install the handlers.  Returns 0 or -1 with errno. */
 int signals_install(void);
+
+/* A direct run: SIGHUP (the terminal closed) as SIGTERM, unless it was
+ * ignored when cowrun started (nohup): then it stays ignored, in the
+ * workers too.  cowrun serve keeps SIGHUP as its reload, and a served
+ * batch's leader never calls this.  Returns 0 or -1 with errno. */
+int signals_install_hangup(void);
+
+/* From signals_setup_begin() to signals_setup_end(), a signal ends the
+ * run in its handler: the files noted are removed, one line "WHO:
+ * interrupted (SIGINT) during the setup: no task was started" goes to
+ * stderr, and the process _exits with 128 + the signal.  Up to 4 files,
+ * noted before the setup begins; the path is copied. */
+void signals_setup_begin(const char *who);
+void signals_setup_note_file(const char *path);
+void signals_setup_end(void);
+
+/* The workers' stop flag (pool.c's shared page): the handler sets it, so
+ * no task is claimed after the first signal; set at once if a signal has
+ * already come.  NULL before that page is unmapped. */
+void signals_stop_flag(_Atomic int *flag);
 
 /* The self-pipe pattern both the run and cowrun serve's master use: open
  * a non-blocking, close-on-exec pipe into wake[] and route each of the
@@ -44,8 +67,9 @@ int signals_fd(void);
 void signals_drain(void);
 
 /* In a freshly forked worker: SIGINT ignored (the terminal's Ctrl-C is the
- * parent's to handle), SIGTERM back to its default, the pipe and the
- * watched descriptor closed. */
+ * parent's to handle), SIGTERM back to its default (SIGHUP too, unless it
+ * was ignored at start), the pipe and the watched descriptor closed, no
+ * stop flag. */
 void signals_reset_in_worker(void);
 
 #endif

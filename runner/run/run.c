@@ -30,10 +30,13 @@
 #include <errno.h>
 #include <limits.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdio_ext.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 /* Standard output was closed when cowrun started (/dev/null holds its
@@ -204,6 +207,62 @@ static int run_tasks(const struct run_config *cfg, struct batch *b, struct sidef
 	return rc;
 }
 
+/* `len` bytes of the summary to standard output, with SIGPIPE held
+ * blocked: a reader gone (`| head -1`) makes the write fail with EPIPE,
+ * one line and exit 254 with the manifest and joblog written, instead of
+ * killing the run.  A SIGPIPE left pending is taken before unblocking.
+ * Through stdout, which a served batch's leader guards (guard.h); what
+ * could not be written is dropped, so that exit() does not try it again.
+ * Returns 0 or -1 with errno. */
+static int write_summary(const char *text, size_t len)
+{
+	sigset_t pipe_only, before;
+	struct timespec now = { 0, 0 };
+	int rc = 0, err = 0;
+
+	sigemptyset(&pipe_only);
+	sigaddset(&pipe_only, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, &pipe_only, &before);
+	if (fwrite(text, 1, len, stdout) != len || fflush(stdout) != 0 || ferror(stdout)) {
+		rc = -1;
+		err = errno ? errno : EIO;
+		__fpurge(stdout);
+	}
+	while (sigtimedwait(&pipe_only, NULL, &now) == SIGPIPE)
+		;
+	pthread_sigmask(SIG_SETMASK, &before, NULL);
+	errno = err;
+	return rc;
+}
+
+/* finish() into memory: the summary is written whole, only when finish()
+ * returns 0 (a finish() that fails half way prints nothing).  Returns
+ * finish()'s 0 or -1. */
+static int buffered_finish(struct batch *b)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *mem = open_memstream(&text, &len);
+	int rc;
+
+	if (mem == NULL) {
+		warnx_("%s: no summary: out of memory", b->workload->name);
+		return -1;
+	}
+	rc = b->workload->finish(b->state, mem);
+	if (fclose(mem) != 0 && rc == 0) {
+		warnx_("%s: no summary: out of memory", b->workload->name);
+		rc = -1;
+	}
+	/* A finish() that failed has said why (cowrun_error()). */
+	if (rc == 0 && write_summary(text, len) != 0) {
+		warnx_("cannot write the summary to standard output: %s", strerror(errno));
+		rc = -1;
+	}
+	free(text);
+	return rc;
+}
+
 /* Merge is done: print the summary and check stdout really took it.  No
  * summary from a merge that went wrong: it would be wrong too. */
 static int finish_batch(struct batch *b)
@@ -216,12 +275,8 @@ static int finish_batch(struct batch *b)
 		warnx_("cannot write the summary to standard output: %s", strerror(EBADF));
 		return -1;
 	}
-	int rc = b->workload->finish(b->state, stdout);
+	int rc = buffered_finish(b);
 
-	if (fflush(stdout) != 0 || ferror(stdout)) {
-		warnx_("cannot write the summary to standard output: %s", strerror(errno));
-		rc = -1;
-	}
 	if (b->failed > 0)
 		warnx_("%s: %zu of %zu tasks failed; the summary covers the other %zu",
 		       b->workload->name, b->failed, batch_count(b), b->succeeded);
@@ -599,6 +654,28 @@ static void note_cwd(int after)
 	}
 }
 
+/* Task names are report file names and fields of the joblog's
+ * tab-separated lines: a control byte (a tab, a newline) would break a
+ * line that --resume reads back.  All names are checked before the first
+ * task.  Returns 0 or -1 after a message. */
+static int check_task_names(const struct batch *b)
+{
+	char name[COWRUN_NAME_MAX];
+
+	for (size_t k = 0; k < b->ntasks; k++) {
+		name[0] = '\0';
+		b->workload->task_name(b->state, k, name, sizeof name);
+		for (const unsigned char *c = (const unsigned char *)name; *c; c++)
+			if (*c < 0x20 || *c == 0x7f) {
+				warnx_("%s: task %zu's name holds byte 0x%02x at offset %zu: a task name "
+				       "may hold no byte below 0x20 and no 0x7f", b->workload->name, k,
+				       *c, (size_t)((const char *)c - name));
+				return -1;
+			}
+	}
+	return 0;
+}
+
 int run_setup(const struct run_config *cfg, struct batch *b, uint64_t *t0)
 {
 	if (setup_arena_init(!cfg->no_huge_pages) != 0)
@@ -622,6 +699,8 @@ int run_setup(const struct run_config *cfg, struct batch *b, uint64_t *t0)
 		return -1;
 	note_cwd(1);
 	b->ntasks = cfg->workload->ntasks(b->state);
+	if (check_task_names(b) != 0)
+		return -1;
 	uint64_t t1 = now_ns();
 	metrics.m.setup_s = (double)(t1 - *t0) / 1e9;
 	metrics.m.setup_peak_rss_bytes = procstat_peak_rss_bytes();
@@ -661,7 +740,15 @@ static int setup_and_run(const struct run_config *cfg, struct sidefiles *files)
 	struct batch b = { 0 };
 	uint64_t t0;
 	int rc = EXIT_USAGE;
+
+	/* A signal during the setup ends the run at once (signals.h): the
+	 * setup is the workload's code and never looks for one.  All there
+	 * is to remove is a joblog this run created, still empty. */
+	if (files->joblog.created)
+		signals_setup_note_file(files->joblog.path);
+	signals_setup_begin(progname);
 	int set_up = run_setup(cfg, &b, &t0) == 0;
+	signals_setup_end();
 
 	if (set_up) {
 		setup_moved(cfg, &b, files);
@@ -717,7 +804,7 @@ int run_direct(const struct run_config *cfg)
 	/* Past a file size limit, let write() fail with EFBIG, so the task
 	 * fails with a message naming the file instead of dying. */
 	signal(SIGXFSZ, SIG_IGN);
-	if (signals_install() != 0) {
+	if (signals_install() != 0 || signals_install_hangup() != 0) {
 		warnx_("cannot install signal handlers: %s", strerror(errno));
 		return EXIT_USAGE;
 	}
