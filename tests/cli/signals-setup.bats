@@ -172,7 +172,7 @@ start_in_setup() {
 		[ "$status" -eq 254 ] || { echo "$mode: status $status: $stderr" >&2; return 1; }
 		assert_one_line_error "cowrun: cannot write the summary to standard output: Broken pipe"
 		[ "$(cat "$d/first")" = "summary line 0: total 6" ]
-		[ -s "$d/out/.cowrun-manifest.python" ] || { echo "$mode: no manifest" >&2; return 1; }
+		[ -s "$(echo "$d"/out/.cowrun-manifest.python.script-*)" ] || { echo "$mode: no manifest" >&2; return 1; }
 		[ "$(tail -n +2 "$d/log" | wc -l)" -eq 4 ]
 		assert_no_temporary "$d"
 	done
@@ -240,7 +240,7 @@ start_in_setup() {
 	[ "$(cat "$D/first")" = "summary line 0: total 6" ]
 	stderr=$(cat "$D/err")
 	assert_one_line_error "cowrun: cannot write the summary to standard output: Broken pipe"
-	[ -s "$D/out2/.cowrun-manifest.python" ]
+	[ -s "$(echo "$D"/out2/.cowrun-manifest.python.script-*)" ]
 	stop_server
 	[ "$status" -eq 0 ]
 }
