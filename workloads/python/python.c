@@ -248,7 +248,9 @@ static void *py_setup(int argc, char **argv)
 	py_set_phase(PY_PHASE_SETUP);
 	job->state = call(job, "setup", Py_BuildValue("(N)", args_list(&a)), 0, &absent);
 	py_set_phase(PY_PHASE_OTHER);
-	return job_with_tasks(job, &a);
+	if ((job = job_with_tasks(job, &a)) != NULL)
+		py_state_setup_done(job->state);
+	return job;
 fail:
 	free(a.argv);
 	job_free(job);
@@ -276,6 +278,23 @@ static int task_failed(struct cowrun_task *task, const char *during)
 	return -1;
 }
 
+/* run() wrote to an array the guard made read-only: one line naming the
+ * rule and the ways out (the traceback only under -v: the line names the
+ * script's line that wrote). */
+static int guard_failed(struct cowrun_task *task)
+{
+	char what[512], where[PATH_MAX + 32];
+
+	py_describe_error(what, sizeof what, where, sizeof where, cowrun_verbosity() > 0);
+	cowrun_task_error(task, "%s (%s): run() wrote to an array of the state, which cowrun's "
+			  "guard makes read-only in run(): run() must not change the state (a "
+			  "worker's later tasks would see the change); write to a copy, keep a "
+			  "scratch array writable with cowrun.writable(arr) in setup(), or turn "
+			  "the guard off with cowrun.guard(False) and run with --tasks-per-worker 1",
+			  what, where);
+	return -1;
+}
+
 /* run() failed: close what the script opened, whatever that raises. */
 static void close_streams_quietly(void)
 {
@@ -292,13 +311,16 @@ static int py_run(const void *state, size_t k, struct cowrun_task *task)
 	int rc = 0, command;
 
 	py_set_task(task, k, name);
+	py_state_before_run(job->state, k, name);
 	py_set_phase(PY_PHASE_RUN);
 	PyObject *result = PyObject_CallFunction(job->run, "OnO", job->state, (Py_ssize_t)k, name);
 	py_set_phase(PY_PHASE_OTHER);
+	py_state_after_run(job->state, k, name);
 	if (result == NULL) {
 		/* A command that stopped reading: the runner's wait names it. */
 		if (!py_command_broke())
-			rc = py_command_refused() ? -1 : task_failed(task, "");
+			rc = py_command_refused() ? -1 : py_state_read_only() ? guard_failed(task)
+			     : task_failed(task, "");
 		PyErr_Clear();
 		close_streams_quietly(); /* the runner removes what they wrote */
 	} else if (py_close_report() != 0) {
@@ -335,6 +357,7 @@ static int py_merge(void *state, size_t k, const void *record, size_t len)
 
 	if (job->merge == NULL)
 		return 0;
+	py_state_merged();
 	PyObject *result = py_unpickle(record, len);
 	if (result == NULL) {
 		say_failed("merge");
