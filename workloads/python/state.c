@@ -256,10 +256,14 @@ static int is_atom(PyObject *obj)
 /*
  * _items(obj, limit) for the walk: the identities of the first `limit`
  * items of a list or tuple (of a dict: keys and values) as bytes, and
- * whether every one (every value) is an atom.  Read through borrowed
- * references, so a worker writes no reference count and copies no page
- * for them; in C, as 1-2 ns an item against Python's 20.
+ * whether the first ATOM_SAMPLE (values) are all atoms: then the walk
+ * enters none of them.  Read through borrowed references, so a worker
+ * writes no reference count and copies no page for them; in C, as 1-2 ns
+ * an item against Python's 20; the sample, as looking at each item's type
+ * costs a cache miss after a task (measured: 150 us a task for the
+ * example's 5,800 strings, against 30 us).
  */
+enum { ATOM_SAMPLE = 32 };
 static PyObject *items_of(PyObject *self, PyObject *args)
 {
 	PyObject *obj, *key, *value;
@@ -284,7 +288,7 @@ static PyObject *items_of(PyObject *self, PyObject *args)
 		else
 			memcpy(out + (2 * i) * sizeof(void *), &key, sizeof key);
 		memcpy(out + (per * i + per - 1) * sizeof(void *), &value, sizeof value);
-		atoms = atoms && is_atom(value);
+		atoms = atoms && (i >= ATOM_SAMPLE || is_atom(value));
 	}
 	return bytes ? Py_BuildValue("(NO)", bytes, atoms ? Py_True : Py_False) : NULL;
 }
