@@ -489,9 +489,12 @@ const struct cowrun_workload cowrun_workload = {
 		"instead (to=\"stderr\": to a printer); the task fails if it fails.  In setup(),\n"
 		"cowrun.input(path) declares a file the results depend on.  An exception in\n"
 		"run() fails that task (its traceback on stderr); in loading or setup() it\n"
-		"ends the run, exit 255.  SCRIPT is an input; so is every argument that names\n"
-		"an existing file (cowrun --not-input ARG says one is not).  Modes: fork and\n"
-		"serial (no omp).  The script's own help: cowrun python SCRIPT.py -- --help\n"
+		"ends the run, exit 255.  run() must not change the state: its numpy arrays\n"
+		"are read-only there, and a change a worker's later tasks saw is said once\n"
+		"(cowrun.writable(arr), cowrun.guard(False); --tasks-per-worker 1).  SCRIPT\n"
+		"is an input; so is every argument that names an existing file (cowrun\n"
+		"--not-input ARG says one is not).  Modes: fork and serial (no omp).  The\n"
+		"script's own help: cowrun python SCRIPT.py -- --help\n"
 		"(a \"--\" right after SCRIPT is dropped).  The guide: docs/python.md.",
 	.flags = COWRUN_WRITES_REPORTS | COWRUN_OWN_ARGV | COWRUN_NO_THREADS |
 		 COWRUN_NOT_THREAD_SAFE,
