@@ -71,7 +71,10 @@ static const char state_source[] =
 	"            if a is not None:\n"
 	"                yield a\n"
 	"def _data(a, ndarray):\n"
-	"    return a.__array_interface__['data'][0] if ndarray and isinstance(a, ndarray) else 0\n"
+	"    \"\"\"An array's data pointer, shape and strides (_array, in C), or 0.\"\"\"\n"
+	"    return _array(a) if ndarray and isinstance(a, ndarray) else 0\n"
+	"def _array_slow(a):\n"
+	"    return a.__array_interface__['data'][0], a.shape, a.strides\n"
 	"def _container(obj, t):\n"
 	"    \"\"\"(sig tail, children as (key, value) or (), how a child's step is\n"
 	"    written).  _items (C): the items' identities as bytes, read without\n"
@@ -108,7 +111,7 @@ static const char state_source[] =
 	"            objs.append(obj)\n"
 	"        t = type(obj)\n"
 	"        if ndarray and isinstance(obj, ndarray):\n"
-	"            sigs.append((k, t, obj.shape, _data(obj, ndarray)))\n"
+	"            sigs.append((k, t, _data(obj, ndarray)))\n"
 	"            continue\n"
 	"        if frames and isinstance(obj, frames):\n"
 	"            mgr = obj._mgr\n"
@@ -295,16 +298,49 @@ static PyObject *items_of(PyObject *self, PyObject *args)
 
 static PyMethodDef items_def = { "_items", items_of, METH_VARARGS, NULL };
 
+/*
+ * _array(a) for the walk: a numpy array's data pointer, shape and strides
+ * as bytes, through the buffer protocol (its __array_interface__ builds a
+ * dict: 1 us an array warm, several after a task); an array that exports
+ * no buffer goes through _array_slow in Python.
+ */
+static PyObject *array_of(PyObject *self, PyObject *a)
+{
+	Py_buffer v;
+
+	(void)self;
+	if (PyObject_GetBuffer(a, &v, PyBUF_STRIDES) != 0) {
+		PyErr_Clear();
+		return call_ns("_array_slow", Py_BuildValue("(O)", a));
+	}
+	uintptr_t words[1 + 2 * 32];
+	size_t n = 0;
+	words[n++] = (uintptr_t)v.buf;
+	for (int d = 0; d < v.ndim && d < 32; d++) {
+		words[n++] = (uintptr_t)v.shape[d];
+		words[n++] = (uintptr_t)(v.strides ? v.strides[d] : 0);
+	}
+	PyBuffer_Release(&v);
+	return PyBytes_FromStringAndSize((const char *)words, (Py_ssize_t)(n * sizeof words[0]));
+}
+
+static PyMethodDef array_def = { "_array", array_of, METH_O, NULL };
+
 static int compile_helpers(void)
 {
 	PyObject *d = PyDict_New(), *code, *items = PyCFunction_New(&items_def, NULL);
+	PyObject *array = PyCFunction_New(&array_def, NULL);
 
-	if (d == NULL || items == NULL || PyDict_SetItemString(d, "_items", items) != 0) {
+	if (d == NULL || items == NULL || array == NULL ||
+	    PyDict_SetItemString(d, "_items", items) != 0 ||
+	    PyDict_SetItemString(d, "_array", array) != 0) {
 		Py_XDECREF(items);
+		Py_XDECREF(array);
 		Py_XDECREF(d);
 		return -1;
 	}
 	Py_DECREF(items);
+	Py_DECREF(array);
 	PyDict_SetItemString(d, "__builtins__", PyEval_GetBuiltins());
 	if ((code = PyRun_String(state_source, Py_file_input, d, d)) == NULL) {
 		say_helper_failed("the state's guard and detector");
