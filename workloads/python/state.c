@@ -22,7 +22,9 @@
 #include "pyworkload.h"
 
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 /*
@@ -218,6 +220,7 @@ static const char state_source[] =
 	;
 
 static PyObject *ns;          /* state_source's namespace; NULL: not compiled */
+static uint64_t spent_ns;     /* in this process, around run(): cowrun._state_seconds() */
 static int guard_on = 1;      /* cowrun.guard(False) turns it off */
 static int detect_on = 1;     /* cowrun.guard(detect=False), COWRUN_PYTHON_DETECT=0 */
 static PyObject *writable;    /* cowrun.writable()'s arguments, a list */
@@ -381,6 +384,23 @@ static PyObject *cw_guard(PyObject *self, PyObject *args, PyObject *kwargs)
 	Py_RETURN_NONE;
 }
 
+/* The seconds this process spent on the guard and the detector, for
+ * compare/bench-detector (not part of the contract). */
+static PyObject *cw_state_seconds(PyObject *self, PyObject *unused)
+{
+	(void)self;
+	(void)unused;
+	return PyFloat_FromDouble((double)spent_ns / 1e9);
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
 static PyMethodDef state_methods[] = {
 	{ "writable", cw_writable, METH_VARARGS,
 	  "writable(*arrays): in setup(), arrays (numpy, or a frame's or series' blocks) that "
@@ -389,6 +409,9 @@ static PyMethodDef state_methods[] = {
 	  "guard(read_only=True, detect=True): in setup() or the script's top level; "
 	  "read_only=False: the state's arrays stay writable in run(); detect=False: no "
 	  "check that run() left the state as it found it" },
+	{ "_state_seconds", cw_state_seconds, METH_NOARGS,
+	  "_state_seconds(): the seconds this process spent on guard() and its detector "
+	  "(for compare/bench-detector)" },
 	{ NULL, NULL, 0, NULL },
 };
 
@@ -454,6 +477,8 @@ static void detector_failed(void)
 
 void py_state_before_run(PyObject *state, size_t k, PyObject *name)
 {
+	uint64_t start = now_ns();
+
 	if (ns != NULL && detect_on && baseline_pid != getpid()) {
 		/* A new process (a fork of the parent): its state is the parent's. */
 		Py_CLEAR(baseline);
@@ -472,6 +497,7 @@ void py_state_before_run(PyObject *state, size_t k, PyObject *name)
 		detector_failed();
 	if (guard_on)
 		guard_set("protect");
+	spent_ns += now_ns() - start;
 }
 
 /* Compare the state with the baseline: a change is kept to be said. */
@@ -494,6 +520,7 @@ static void detect_change(PyObject *state, size_t k, PyObject *name)
 void py_state_after_run(PyObject *state, size_t k, PyObject *name)
 {
 	PyObject *type, *value, *tb;
+	uint64_t start = now_ns();
 
 	PyErr_Fetch(&type, &value, &tb); /* run()'s exception survives */
 	if (guard_on)
@@ -501,6 +528,7 @@ void py_state_after_run(PyObject *state, size_t k, PyObject *name)
 	if (baseline != NULL && !change_seen)
 		detect_change(state, k, name);
 	PyErr_Restore(type, value, tb);
+	spent_ns += now_ns() - start;
 }
 
 /* merge() in a process that runs tasks (serial mode): the state changes
