@@ -434,7 +434,8 @@ static void detect_from_environment(void)
 void py_state_setup_done(PyObject *state)
 {
 	detect_from_environment();
-	if ((!guard_on && !detect_on) || compile_helpers() != 0)
+	Py_CLEAR(guarded);
+	if ((!guard_on && !detect_on) || (ns == NULL && compile_helpers() != 0))
 		return;
 	if (guard_on) {
 		guarded = call_ns("guarded", Py_BuildValue("(OO)", state,
