@@ -269,8 +269,8 @@ static int is_atom(PyObject *obj)
  * enters none of them.  Read through borrowed references, so a worker
  * writes no reference count and copies no page for them; in C, as 1-2 ns
  * an item against Python's 20; the sample, as looking at each item's type
- * costs a cache miss after a task (measured: 150 us a task for the
- * example's 5,800 strings, against 30 us).
+ * costs a cache miss after a task (measured on the example's 5,800
+ * strings: 152 us a compare, 82 us with the sample).
  */
 enum { ATOM_SAMPLE = 32 };
 static PyObject *items_of(PyObject *self, PyObject *args)
