@@ -17,7 +17,8 @@
  *   parent:  teardown(state)         frees what setup built
  *
  * The state setup returns is shared with every worker copy-on-write: run()
- * must only read it.  Anything merge() and finish() accumulate must live in
+ * must only read it, and never what merge() writes (the state rule, at
+ * run() below).  Anything merge() and finish() accumulate must live in
  * memory the workers never touch (so a worker never copies it).
  *
  * Task boundaries must not depend on the number of workers: results must be
@@ -354,6 +355,15 @@ struct cowrun_workload {
 	/* Worker.  Runs task k: reads `state`, never writes it; writes its
 	 * report through cowrun_report(), its result with cowrun_emit().
 	 * Returns 0, or -1 after cowrun_task_error().
+	 *
+	 * The state rule, for every workload and language: run() must not
+	 * change the state, and must not read what merge() writes.  A worker
+	 * runs many tasks in one process, so a change would reach that
+	 * worker's later tasks only, and which those are depends on -j; a
+	 * worker forked later (a replacement, a retry) sees the setup plus
+	 * the merges so far.  The arena enforces it for C (a write fails the
+	 * task, fork mode); cowrun python guards a script's arrays and
+	 * detects other changes (docs/python.md).
 	 *
 	 * run() must not write the setup arena, end its process (exit(),
 	 * _exit(), abort(), a crash), change signal dispositions beyond its

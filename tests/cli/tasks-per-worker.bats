@@ -88,3 +88,23 @@ tasks_per_pid() {
 	[[ "$stderr" == *"--tasks-per-worker: bad value '0'"* ]]
 	stop_server
 }
+
+@test "tasks-per-worker: with 1, the Python guard and detector stand down: in-place writes run, no line, one output at every -j" {
+	local j mode
+	for mode in imul column; do
+		for j in 1 2 3; do
+			PYS_MODE=$mode PYS_SLEEP=0.05 run --separate-stderr cowrun -j "$j" --tasks-per-worker 1 \
+				-o "$BATS_TEST_TMPDIR/o$mode$j" python "$ROOT/tests/fixtures/python/state_change.py"
+			[ "$status" -eq 0 ] || { echo "$mode -j $j: exit $status: $stderr" >&2; return 1; }
+			assert_no_leftovers
+			[ "$output" = "seen: 42 42 42 42 42 42
+total: 252" ]
+			[ -z "$stderr" ] || { echo "$mode -j $j: $stderr" >&2; return 1; }
+		done
+	done
+	# Without it the guard fails the in-place writer's tasks.
+	PYS_MODE=imul run --separate-stderr cowrun -j 2 -o "$BATS_TEST_TMPDIR/guarded" \
+		python "$ROOT/tests/fixtures/python/state_change.py"
+	[ "$status" -eq 6 ]
+	[[ "$stderr" == *"or run with --tasks-per-worker 1 (a fresh fork per task: no guard)"* ]]
+}

@@ -16,10 +16,39 @@ parent (its top level runs there, once), then calls its functions:
 
 Processes.  setup() runs once, in the parent.  Every worker is a fork() of
 it: run() reads the state's objects copy-on-write, with no pickling and no
-second load.  Whatever run() changes in the state stays in that worker and
-is lost; what the parent needs comes back as run()'s return value (pickled
-through a pipe) and reaches merge().  merge() and finish() run in the
-parent, in task order, so the summary is the same at every -j.
+second load.  A worker runs many tasks, one after another, in one process;
+what the parent needs comes back as run()'s return value (pickled through
+a pipe) and reaches merge().  merge() and finish() run in the parent, in
+task order, so the summary is the same at every -j.
+
+The state rule, as for a C workload: run() must not change the state, and
+must not read what merge() writes.  A change run() makes stays in its
+worker, and that worker's later tasks see it, while the other workers' do
+not: which tasks see it depends on -j.  A worker forked later (a
+replacement after a crash, a retry) starts from the parent's state: the
+setup plus the merges so far.  cowrun keeps the rule where it can:
+  - The guard: the numpy arrays the state holds (in its dicts, lists,
+    tuples, the attributes of the script's own objects and of a
+    SimpleNamespace; a pandas frame's or series' blocks) are read-only
+    while run() runs, so arr[0] = 1, df.loc[0, "x"] = 5 or df["x"] *= 2
+    fail their task in one line naming the rule.  It looks at most 1000
+    objects, 8 levels deep; it does nothing if the script imports no numpy.
+  - The detector: after each task cowrun compares the state with what the
+    worker started from (the objects' types, identities and lengths, the
+    arrays' data and shapes, within the same bounds).  A change that a
+    later task of the same worker saw, such as df["x"] = df["x"] * 2, a
+    column added, rows.append(x) or cache[key] = v, is said in one line
+    per worker, naming where (state['df'] (its blocks), state.rows).  It
+    cannot see a write into an array the guard leaves writable, nor
+    inside a library's own objects.
+  - --tasks-per-worker 1 runs every task in a fresh fork of the parent.
+A script that keeps scratch arrays in its state, which every task fills
+before it reads them, keeps them writable with cowrun.writable(arr, ...)
+in setup() (an array, or a frame or series: its blocks, and their views).
+cowrun.guard(False) turns the guard off, cowrun.guard(detect=False) the
+detector (so does COWRUN_PYTHON_DETECT=0 in the environment); a script
+that must change its state runs with --tasks-per-worker 1, under which
+both stand down: each task has a fresh fork of the parent to itself.
 
 Memory.  A worker's private memory is what it writes.  Python writes
 reference counts when it touches an object, which is cheap for a few large
@@ -87,6 +116,11 @@ The cowrun module (import cowrun; only under cowrun python):
         it cannot start; uncaught, the task fails with that one line.
         One command per task.
     cowrun.input(path)       in setup(): path is an input of the run
+    cowrun.writable(*arrays) in setup(): arrays (or frames, series) the
+                             guard leaves writable, with their views
+    cowrun.guard(read_only=True, detect=True)
+                             in setup() or at the top level: the guard
+                             and the detector on or off
     cowrun.task()            in run(): (i, name); None elsewhere
     cowrun.seed()            in run(): the task's seed (random and numpy
                              were seeded with it); elsewhere the run's, --seed
@@ -132,15 +166,17 @@ def plan(argv):
 
 
 def run(state, i, name):
-    """A worker.  Task i, named name.  Returns a picklable result (or
-    None), which merge() receives in the parent."""
+    """A worker.  Task i, named name.  Reads the state, never changes it
+    (the state rule).  Returns a picklable result (or None), which merge()
+    receives in the parent."""
     with cowrun.report() as report:
         report.write("%s: %d squared is %d\n" % (name, i, state["squares"][i]))
     return state["squares"][i]
 
 
 def merge(state, i, name, result):
-    """Optional.  Parent, in task order, once per task that succeeded."""
+    """Optional.  Parent, in task order, once per task that succeeded.
+    It may change the state; run() must not read what it writes."""
     state["total"] += result
 
 

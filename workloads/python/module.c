@@ -23,6 +23,8 @@
  *       (--seed).
  *   cowrun.verbosity()
  *       0, or 1 under cowrun -v.
+ *   cowrun.writable(*arrays), cowrun.guard(read_only=True, detect=True)
+ *       the state rule's opt-outs: state.c.
  */
 #define _GNU_SOURCE
 #include "pyworkload.h"
@@ -302,6 +304,10 @@ PyObject *py_cowrun_module_init(void)
 
 	if (m == NULL)
 		return NULL;
+	if (py_state_add_functions(m) != 0) {
+		Py_DECREF(m);
+		return NULL;
+	}
 	command_error = PyErr_NewException("cowrun.CommandError", PyExc_OSError, NULL);
 	if (command_error == NULL || PyModule_AddObjectRef(m, "CommandError", command_error) != 0) {
 		Py_DECREF(m);

@@ -253,6 +253,8 @@ static void *py_setup(int argc, char **argv)
 		job_free(job);
 		return NULL;
 	}
+	if (job != NULL)
+		py_state_setup_done(job->state);
 	return job;
 fail:
 	free(a.argv);
@@ -281,6 +283,23 @@ static int task_failed(struct cowrun_task *task, const char *during)
 	return -1;
 }
 
+/* run() wrote to an array the guard made read-only: one line naming the
+ * rule and the ways out (the traceback only under -v: the line names the
+ * script's line that wrote). */
+static int guard_failed(struct cowrun_task *task)
+{
+	char what[512], where[PATH_MAX + 32];
+
+	py_describe_error(what, sizeof what, where, sizeof where, cowrun_verbosity() > 0);
+	cowrun_task_error(task, "%s (%s): run() wrote to an array of the state, which cowrun's "
+			  "guard makes read-only in run(): run() must not change the state (a "
+			  "worker's later tasks would see the change); write to a copy, keep a "
+			  "scratch array writable with cowrun.writable(arr) in setup(), or run "
+			  "with --tasks-per-worker 1 (a fresh fork per task: no guard)",
+			  what, where);
+	return -1;
+}
+
 /* run() failed: close what the script opened, whatever that raises. */
 static void close_streams_quietly(void)
 {
@@ -299,13 +318,16 @@ static int py_run(const void *state, size_t k, struct cowrun_task *task)
 	if (py_reseed(cowrun_task_seed(task)) != 0)
 		return task_failed(task, ", seeding its random generators");
 	py_set_task(task, k, name);
+	py_state_before_run(job->state, k, name);
 	py_set_phase(PY_PHASE_RUN);
 	PyObject *result = PyObject_CallFunction(job->run, "OnO", job->state, (Py_ssize_t)k, name);
 	py_set_phase(PY_PHASE_OTHER);
+	py_state_after_run(job->state, k, name);
 	if (result == NULL) {
 		/* A command that stopped reading: the runner's wait names it. */
 		if (!py_command_broke())
-			rc = py_command_refused() ? -1 : task_failed(task, "");
+			rc = py_command_refused() ? -1 : py_state_read_only() ? guard_failed(task)
+			     : task_failed(task, "");
 		PyErr_Clear();
 		close_streams_quietly(); /* the runner removes what they wrote */
 	} else if (py_close_report() != 0) {
@@ -346,6 +368,7 @@ static int py_merge(void *state, size_t k, const void *record, size_t len)
 		say_failed("merge");
 		return -1;
 	}
+	py_state_merged();
 	PyObject *result = py_unpickle(record, len);
 	if (result == NULL) {
 		say_failed("merge");
@@ -477,9 +500,13 @@ const struct cowrun_workload cowrun_workload = {
 		"instead (to=\"stderr\": to a printer); the task fails if it fails.  In setup(),\n"
 		"cowrun.input(path) declares a file the results depend on.  An exception in\n"
 		"run() fails that task (its traceback on stderr); in loading or setup() it\n"
-		"ends the run, exit 255.  SCRIPT is an input; so is every argument that names\n"
-		"an existing file (cowrun --not-input ARG says one is not).  Modes: fork and\n"
-		"serial (no omp).  The script's own help: cowrun python SCRIPT.py -- --help\n"
+		"ends the run, exit 255.  run() must not change the state: its numpy arrays\n"
+		"are read-only there, and a change a worker's later tasks saw is said once\n"
+		"(cowrun.writable(arr), cowrun.guard(False); --tasks-per-worker 1 needs\n"
+		"neither).  SCRIPT\n"
+		"is an input; so is every argument that names an existing file (cowrun\n"
+		"--not-input ARG says one is not).  Modes: fork and serial (no omp).  The\n"
+		"script's own help: cowrun python SCRIPT.py -- --help\n"
 		"(a \"--\" right after SCRIPT is dropped).  The guide: docs/python.md.",
 	.flags = COWRUN_WRITES_REPORTS | COWRUN_OWN_ARGV | COWRUN_NO_THREADS |
 		 COWRUN_NOT_THREAD_SAFE,

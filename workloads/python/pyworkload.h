@@ -12,6 +12,9 @@
  *               handlers, the script loaded, errors made into one line
  *   module.c    the `cowrun` module a script imports: report(), input(),
  *               task(), verbosity(); and the writer finish() prints to
+ *   state.c     the state rule (run() must not change the state): the
+ *               read-only guard of its arrays, the detector of other
+ *               changes, cowrun.writable() and cowrun.guard()
  *
  * Python runs only on the process's main thread, which holds the GIL
  * from the start to the end: cowrun's own threads never call it, and the
@@ -130,5 +133,31 @@ int py_command_refused(void);
 /* A writer over a C FILE, for finish(state, out): write(str) and flush().
  * A new reference, or NULL with the exception pending. */
 PyObject *py_writer_new(FILE *out);
+
+/* ---- state.c ---- */
+
+/* Add cowrun.writable() and cowrun.guard() to the module: 0 or -1. */
+int py_state_add_functions(PyObject *module);
+
+/* Parent, once, after setup() and tasks(): collect the arrays the guard
+ * makes read-only in run() (none if numpy was not imported).  Errors are
+ * said in one line and turn the guard or the detector off. */
+void py_state_setup_done(PyObject *state);
+
+/* Around each run() of task k: before, the arrays read-only, the
+ * detector's fingerprint taken in a process's first task, and a change
+ * an earlier task of this process made said once; after (run()'s
+ * exception kept pending), the arrays writable again and the state
+ * compared with the fingerprint. */
+void py_state_before_run(PyObject *state, size_t k, PyObject *name);
+void py_state_after_run(PyObject *state, size_t k, PyObject *name);
+
+/* merge() runs in this process (serial mode): the fingerprint is taken
+ * again before the next task. */
+void py_state_merged(void);
+
+/* Whether run()'s pending exception is a write to an array the guard
+ * made read-only (the exception stays pending). */
+int py_state_read_only(void);
 
 #endif
