@@ -299,6 +299,7 @@ bench: deps all
 	$(BENCH) --modes fork,parallel-task,parallel-shard --workload legacy
 	compare/bench-python
 	compare/bench-tasks-per-worker
+	compare/bench-detector
 	compare/bench-spawn
 	plots/plot results/sales.csv results/sales-timeline.csv results/average.csv \
 		results/selftest.csv results/risk.csv results/printer.csv results/legacy.csv
