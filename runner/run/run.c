@@ -604,7 +604,9 @@ static int setup_and_run(const struct run_config *cfg, struct sidefiles *files)
 	metrics.b = NULL;
 	if (set_up) {
 		batch_free(&b);
-		if (cfg->workload->teardown)
+		/* A watching parent only watched: the child that ran finish()
+		 * has torn the state down, once (watchdog.h). */
+		if (cfg->workload->teardown && !watchdog_watching())
 			cfg->workload->teardown(b.state);
 	}
 	/* The joblog's lock, held since before the setup, goes last. */

@@ -248,7 +248,14 @@ static void *py_setup(int argc, char **argv)
 	py_set_phase(PY_PHASE_SETUP);
 	job->state = call(job, "setup", Py_BuildValue("(N)", args_list(&a)), 0, &absent);
 	py_set_phase(PY_PHASE_OTHER);
-	return job_with_tasks(job, &a);
+	/* A thread alive now would be missing from every fork, a lock it
+	 * holds held there forever: refused before the first task. */
+	if ((job = job_with_tasks(job, &a)) != NULL &&
+	    py_check_threads(a.path, py_threads_allowed()) != 0) {
+		job_free(job);
+		return NULL;
+	}
+	return job;
 fail:
 	free(a.argv);
 	job_free(job);
@@ -351,36 +358,49 @@ static int py_merge(void *state, size_t k, const void *record, size_t len)
 }
 
 /* finish(state, out), with sys.stdout the summary too while it runs, so
- * that print() without file= lands in order. */
+ * that print() without file= lands in order.  `out` is a text stream
+ * over the FILE; what it holds reaches the FILE when finish() returns,
+ * and nothing of it when finish() raises. */
 static int py_finish(void *state, FILE *out)
 {
 	struct pyjob *job = state;
-	PyObject *writer, *saved, *r = NULL;
+	PyObject *stream, *saved, *r = NULL;
 
 	if (job->finish == NULL)
 		return 0;
-	if ((writer = py_writer_new(out)) == NULL) {
+	if ((stream = py_summary_new(out)) == NULL) {
 		say_failed("finish");
 		return -1;
 	}
 	saved = PySys_GetObject("stdout"); /* borrowed */
 	Py_XINCREF(saved);
 	py_flush_stdio();
-	PySys_SetObject("stdout", writer);
-	r = PyObject_CallFunction(job->finish, "OO", job->state, writer);
+	PySys_SetObject("stdout", stream);
+	r = PyObject_CallFunction(job->finish, "OO", job->state, stream);
 	PySys_SetObject("stdout", saved);
 	Py_XDECREF(saved);
-	Py_DECREF(writer);
 	if (r == NULL)
 		say_failed("finish");
+	int kept = py_summary_end(stream, r != NULL);
+	Py_DECREF(stream);
+	if (r != NULL && kept != 0)
+		say_failed("finish");
 	Py_XDECREF(r);
-	return r ? 0 : -1;
+	return r && kept == 0 ? 0 : -1;
 }
 
+/* The process that ran finish() (or merged, or planned) ends the
+ * interpreter here, after the manifest and the joblog are committed: the
+ * script's atexit handlers, logging's last flush and its files left open
+ * happen once, as under python3.  An end that fails: one line, exit 254. */
 static void py_teardown(void *state)
 {
 	py_flush_stdio();
 	job_free(state);
+	if (py_end() != 0) {
+		fflush(stdout);
+		exit(254);
+	}
 }
 
 /* --dry-run: plan(argv)'s names, or NULL (no plan(): known after setup). */
