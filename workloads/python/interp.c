@@ -99,7 +99,7 @@ static const char helper_source[] =
 	"            'write to out (print(..., file=out), out.write(), out.buffer.write())')\n"
 	"def summary(sink):\n"
 	"    return io.TextIOWrapper(io.BufferedWriter(SummaryRaw(sink)), encoding='utf-8',\n"
-	"                            errors='strict', newline='\\n')\n";
+	"                            errors='strict', newline='\\n', write_through=True)\n";
 
 static char script_path[PATH_MAX]; /* absolute, for where() */
 
