@@ -517,14 +517,37 @@ assert_nothing_written() {
 	assert_one_line_error "*: it has no pyvenv.cfg: no virtualenv; *"
 }
 
-@test "python: --help shows the contract, -- --help the script's; no script or a name with '/' is one line, 255" {
+@test "python: contract.py, the contract, runs as the working script it says it is: serial, -j 2, --dry-run" {
+	local contract=$ROOT/workloads/python/contract.py
+	same_output_all_modes "2" python "$contract" --count 5
+	assert_no_leftovers
+	[ "$output" = "5 tasks, sum of squares 30" ]
+	[ -z "$stderr" ]
+	[ "$(cat "$BATS_TEST_TMPDIR/j2/task-0003.txt")" = "task-0003.txt: 3 squared is 9" ]
+	[ "$(ls "$BATS_TEST_TMPDIR/j2" | wc -l)" -eq 5 ]
+	# The command its docstring gives, as given, from the source's root.
+	grep -q '`cowrun python workloads/python/contract.py$' "$contract"
+	cd "$ROOT" && run --separate-stderr cowrun -o "$BATS_TEST_TMPDIR/as-given" python workloads/python/contract.py --count 5
+	[ "$status" -eq 0 ]
+	[ "$output" = "5 tasks, sum of squares 30" ]
+	# plan(): the names without the setup.
+	run --separate-stderr cowrun --dry-run python "$contract" --count 3
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"tasks      3 of 3: task-0000.txt task-0001.txt task-0002.txt"* ]]
+}
+
+@test "python: --help points to the contract (contract.py), -- --help the script's; no script or a name with '/' is one line, 255" {
 	run --separate-stderr cowrun python --help
 	[ "$status" -eq 0 ]
-	for f in "setup(argv)" "tasks(state)" "run(state, i, name)" "merge(state, i, name, r)" \
-		"finish(state, out)" "plan(argv)" "merge_context(state), merge_setup(argv, context)" \
-		"cowrun.report()" "cowrun.input(path)"; do
+	for f in "setup(argv)" "run(state, i, name)" "finish(state, out)" \
+		"workloads/python/contract.py" "share/cowrun/python/" \
+		"cowrun python contract.py --count 5" "docs/python.md"; do
 		[[ "$output" == *"$f"* ]] || { echo "no $f in: $output" >&2; return 1; }
 	done
+	[ -f "$ROOT/workloads/python/contract.py" ]
+	# It points, and does not repeat: no function table, no error rules.
+	[[ "$output" != *"merge_context(state), merge_setup"* ]]
+	[[ "$output" != *"exit 255"* ]]
 	# After "--", --help is the script's (argparse's help, then its exit).
 	run --separate-stderr cowrun python "$BATCH" -- --help
 	[[ "$output" == "usage: batch.py [-h] [--tasks TASKS]"* ]]

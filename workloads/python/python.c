@@ -1,21 +1,9 @@
 /*
  * python.c - `cowrun python SCRIPT.py [ARGS]`: a script's functions as a
- * cowrun workload.  The script is an ordinary module:
- *
- *   setup(argv)                  parent, once: the state (argv: ARGS)
- *   tasks(state)                 parent: the task names, in task order
- *                                (each is also its report's file name)
- *   run(state, i, name)          worker: a picklable result, or None
- *   merge(state, i, name, r)     optional; parent, in task order, for each
- *                                task that succeeded, with run()'s result
- *   finish(state, out)           optional; parent: the summary, to out
- *   plan(argv)                   optional; the task names without the
- *                                setup, for --dry-run
- *   merge_context(state)         optional, with merge_setup: bytes that
- *   merge_setup(argv, context)   let --merge rebuild the state without
- *                                the setup
- *
- * The whole contract, with what each error does, is docs/python.md.
+ * cowrun workload, each called here: setup(), tasks(), run(), merge(),
+ * finish(), plan(), merge_context() and merge_setup().  What a script
+ * must do is contract.py, beside this file (a working script); the guide
+ * is docs/python.md.
  */
 #define _GNU_SOURCE
 #include "pyworkload.h"
@@ -469,27 +457,19 @@ const struct cowrun_workload cowrun_workload = {
 	.description =
 		"Usage: cowrun [RUNNER OPTIONS] python SCRIPT.py [SCRIPT ARGS]\n"
 		"\n"
-		"Runs a Python script as a nightly batch: setup once in the parent, each task\n"
-		"in a forked worker that reads the setup's objects copy-on-write.  The script\n"
-		"defines:\n"
-		"  setup(argv)                parent, once: the state (argv: SCRIPT ARGS)\n"
-		"  tasks(state)               parent: task names, in order (report file names)\n"
-		"  run(state, i, name)        worker: a picklable result or None\n"
-		"  merge(state, i, name, r)   optional: parent, in task order, each success\n"
-		"  finish(state, out)         optional: parent, the summary: print(..., file=out)\n"
-		"  plan(argv)                 optional: the task names without setup (--dry-run)\n"
-		"  merge_context(state), merge_setup(argv, context)\n"
-		"                             optional, both: --merge without the setup\n"
-		"In run(), `import cowrun; f = cowrun.report()` opens the task's report\n"
-		"(OUTDIR/NAME; \"wb\" for bytes), kept only if run() returns;\n"
-		"f = cowrun.command(\"gzip -n\") writes the report through a command\n"
-		"instead (to=\"stderr\": to a printer); the task fails if it fails.  In setup(),\n"
-		"cowrun.input(path) declares a file the results depend on.  An exception in\n"
-		"run() fails that task (its traceback on stderr); in loading or setup() it\n"
-		"ends the run, exit 255.  SCRIPT is an input; so is every argument that names\n"
-		"an existing file (cowrun --not-input ARG says one is not).  Modes: fork and\n"
-		"serial (no omp).  The script's own help: cowrun python SCRIPT.py -- --help\n"
-		"(a \"--\" right after SCRIPT is dropped).  The guide: docs/python.md.",
+		"Runs a Python script as a nightly batch: its setup(argv) once in the parent,\n"
+		"each task's run(state, i, name) in a forked worker that reads the setup's\n"
+		"objects copy-on-write, merge() and finish(state, out) in the parent.\n"
+		"\n"
+		"The contract, in one place, is a working script: contract.py (in cowrun's\n"
+		"source, workloads/python/contract.py; installed, share/cowrun/python/).  It\n"
+		"says every function the script defines, the cowrun module (cowrun.report(),\n"
+		"cowrun.command(), cowrun.input() ...), what each error does, threads, and\n"
+		"how the interpreter ends.  Run it: cowrun python contract.py --count 5\n"
+		"\n"
+		"cowrun's options come before `python`; the script's own help is\n"
+		"cowrun python SCRIPT.py -- --help (a \"--\" right after SCRIPT is dropped).\n"
+		"The guide: docs/python.md.",
 	.flags = COWRUN_WRITES_REPORTS | COWRUN_OWN_ARGV | COWRUN_NO_THREADS |
 		 COWRUN_NOT_THREAD_SAFE,
 	.options = NULL,
