@@ -182,10 +182,17 @@ static void remove_leftovers(const struct batch *b, pid_t child)
 
 /* Whether the last watched child finished its run. */
 static int child_finished;
+/* Whether this process forked a child to run its task phase. */
+static int watching;
 
 int watchdog_child_finished(void)
 {
 	return child_finished;
+}
+
+int watchdog_watching(void)
+{
+	return watching;
 }
 
 /* The parent's whole part.  Returns the exit status. */
@@ -276,6 +283,7 @@ int watchdog_start(const struct batch *b, size_t nslots, int catch_frozen, int *
 		return 0;
 	}
 	close(fds[1]);
+	watching = 1;
 	*status = watch(b, child, fds[0]);
 	munmap(area, area_size);
 	area = NULL;

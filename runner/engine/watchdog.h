@@ -53,4 +53,10 @@ void watchdog_done(void);
  * the run (1), or did the run end with it (0: a task ended the process)? */
 int watchdog_child_finished(void);
 
+/* Whether this process is a watching parent: it forked the child that
+ * ran the task phase, finish() and the rest.  It then leaves the state's
+ * teardown to that child (the state's files, an interpreter's end: once,
+ * in the process that finished the run). */
+int watchdog_watching(void);
+
 #endif

@@ -406,7 +406,7 @@ assert_nothing_written() {
 	PYT_THREAD=1 run --separate-stderr cowrun -v -j 2 -o "$BATS_TEST_TMPDIR/b" python "$BATCH" --tasks 3
 	[ "$status" -eq 0 ]
 	assert_no_leftovers
-	[[ "$stderr" == *"cowrun: python: 1 thread besides the main one alive at fork: "*" ("[0-9]*") (a forked worker has none of them"* ]]
+	[[ "$stderr" == *"cowrun: python: 1 thread besides the main one alive at fork: 'idle-waiter' ("[0-9]*") (a forked worker has none of them"* ]]
 	[[ "$stderr" == *"threads at fork 2"* ]]
 	# The worker has no thread: the tasks ran as without it.
 	diff -r "$BATS_TEST_TMPDIR/a" "$BATS_TEST_TMPDIR/b"
@@ -473,7 +473,7 @@ assert_nothing_written() {
 	[ "$status" -eq 0 ]
 }
 
-@test "python: VIRTUAL_ENV's modules are found; a virtualenv of another Python is warned of in one line and not used" {
+@test "python: VIRTUAL_ENV's modules are found; a virtualenv of another Python, even of this version, is refused in one line, 255" {
 	d=$BATS_TEST_TMPDIR
 	"$PY" -m venv --without-pip --system-site-packages "$d/venv"
 	site=$("$d/venv/bin/python" -c 'import sysconfig; print(sysconfig.get_path("purelib"))')
@@ -484,25 +484,70 @@ assert_nothing_written() {
 	run --separate-stderr env -u VIRTUAL_ENV "$REAPER" "$COWRUN" -o "$d/out2" python "$FIX/uses_venv.py"
 	[ "$status" -eq 255 ]
 	assert_one_line_error "cowrun: python: $FIX/uses_venv.py:*: ModuleNotFoundError: No module named 'venvmark' (loading the script)"
-	# A virtualenv of Python 3.99: a warning, and modules from Debian's.
+	# A virtualenv of Python 3.99: refused, no setup (PYT_SETUP_MARK).
 	cp -r "$d/venv" "$d/venv99"
 	sed -i 's/^version *=.*/version = 3.99.0/' "$d/venv99/pyvenv.cfg"
-	VIRTUAL_ENV=$d/venv99 run --separate-stderr cowrun -o "$d/out3" python "$BATCH" --tasks 2
-	[ "$status" -eq 0 ]
-	assert_one_line_error "cowrun: python: VIRTUAL_ENV '$d/venv99' is Python 3.99, not Python 3.* as this workload: not used*"
-	VIRTUAL_ENV=$d/venv99 run --separate-stderr cowrun -o "$d/out4" python "$FIX/uses_venv.py"
+	PYT_SETUP_MARK=$d/setups VIRTUAL_ENV=$d/venv99 run --separate-stderr cowrun -o "$d/out3" python "$BATCH" --tasks 2
 	[ "$status" -eq 255 ]
-	[[ "$stderr" == *"ModuleNotFoundError: No module named 'venvmark'"* ]]
+	assert_one_line_error "cowrun: python: VIRTUAL_ENV '$d/venv99' is not a virtualenv of the Python this workload embeds, /usr/bin/python3.*: it is Python 3.99 (pyvenv.cfg's version); make one with /usr/bin/python3.* -m venv *, or unset VIRTUAL_ENV"
+	[ ! -e "$d/setups" ] && [ ! -e "$d/out3" ]
+	# Written by hand: another build's home (the same minor version, say)
+	# is refused, naming both; Debian's /usr/bin is taken.
+	mkdir -p "$d/fake/bin"
+	ln -s "$(readlink -f "$PY")" "$d/fake/bin/python3"
+	version=$("$PY" -c 'import sys; print("%d.%d.%d" % sys.version_info[:3])')
+	printf 'home = /tmp/fakepython\nversion = %s\n' "$version" >"$d/fake/pyvenv.cfg"
+	PYT_SETUP_MARK=$d/setups VIRTUAL_ENV=$d/fake run --separate-stderr cowrun -o "$d/out4" python "$BATCH" --tasks 2
+	[ "$status" -eq 255 ]
+	assert_one_line_error "cowrun: python: VIRTUAL_ENV '$d/fake' is not a virtualenv of the Python this workload embeds, /usr/bin/python3.*: it was made from the Python in /tmp/fakepython (pyvenv.cfg's home); *"
+	[ ! -e "$d/setups" ] && [ ! -e "$d/out4" ]
+	printf 'home = /usr/bin\nexecutable = /opt/python%s/bin/python3\n' "$version" >"$d/fake/pyvenv.cfg"
+	VIRTUAL_ENV=$d/fake run --separate-stderr cowrun -o "$d/out5" python "$BATCH" --tasks 2
+	[ "$status" -eq 255 ]
+	assert_one_line_error "*: it was made from /opt/python$version/bin/python3 (pyvenv.cfg's executable); *"
+	printf 'home = /usr/bin\nversion = %s\n' "$version" >"$d/fake/pyvenv.cfg"
+	VIRTUAL_ENV=$d/fake run --separate-stderr cowrun -o "$d/out6" python "$BATCH" --tasks 2
+	[ "$status" -eq 0 ] || { echo "status $status: $stderr" >&2; return 1; }
+	[ -z "$stderr" ]
+	[ "$(ls "$d/out6" | wc -l)" -eq 2 ]
+	# Not a virtualenv at all (no pyvenv.cfg): refused too.
+	rm "$d/fake/pyvenv.cfg"
+	VIRTUAL_ENV=$d/fake run --separate-stderr cowrun -o "$d/out7" python "$BATCH" --tasks 2
+	[ "$status" -eq 255 ]
+	assert_one_line_error "*: it has no pyvenv.cfg: no virtualenv; *"
 }
 
-@test "python: --help shows the contract, -- --help the script's; no script or a name with '/' is one line, 255" {
+@test "python: contract.py, the contract, runs as the working script it says it is: serial, -j 2, --dry-run" {
+	local contract=$ROOT/workloads/python/contract.py
+	same_output_all_modes "2" python "$contract" --count 5
+	assert_no_leftovers
+	[ "$output" = "5 tasks, sum of squares 30" ]
+	[ -z "$stderr" ]
+	[ "$(cat "$BATS_TEST_TMPDIR/j2/task-0003.txt")" = "task-0003.txt: 3 squared is 9" ]
+	[ "$(ls "$BATS_TEST_TMPDIR/j2" | wc -l)" -eq 5 ]
+	# The command its docstring gives, as given, from the source's root.
+	grep -q '`cowrun python workloads/python/contract.py$' "$contract"
+	cd "$ROOT" && run --separate-stderr cowrun -o "$BATS_TEST_TMPDIR/as-given" python workloads/python/contract.py --count 5
+	[ "$status" -eq 0 ]
+	[ "$output" = "5 tasks, sum of squares 30" ]
+	# plan(): the names without the setup.
+	run --separate-stderr cowrun --dry-run python "$contract" --count 3
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"tasks      3 of 3: task-0000.txt task-0001.txt task-0002.txt"* ]]
+}
+
+@test "python: --help points to the contract (contract.py), -- --help the script's; no script or a name with '/' is one line, 255" {
 	run --separate-stderr cowrun python --help
 	[ "$status" -eq 0 ]
-	for f in "setup(argv)" "tasks(state)" "run(state, i, name)" "merge(state, i, name, r)" \
-		"finish(state, out)" "plan(argv)" "merge_context(state), merge_setup(argv, context)" \
-		"cowrun.report()" "cowrun.input(path)"; do
+	for f in "setup(argv)" "run(state, i, name)" "finish(state, out)" \
+		"workloads/python/contract.py" "share/cowrun/python/" \
+		"cowrun python contract.py --count 5" "docs/python.md"; do
 		[[ "$output" == *"$f"* ]] || { echo "no $f in: $output" >&2; return 1; }
 	done
+	[ -f "$ROOT/workloads/python/contract.py" ]
+	# It points, and does not repeat: no function table, no error rules.
+	[[ "$output" != *"merge_context(state), merge_setup"* ]]
+	[[ "$output" != *"exit 255"* ]]
 	# After "--", --help is the script's (argparse's help, then its exit).
 	run --separate-stderr cowrun python "$BATCH" -- --help
 	[[ "$output" == "usage: batch.py [-h] [--tasks TASKS]"* ]]

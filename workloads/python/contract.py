@@ -125,6 +125,10 @@ The cowrun module (import cowrun; only under cowrun python):
     cowrun.seed()            in run(): the task's seed (random and numpy
                              were seeded with it); elsewhere the run's, --seed
     cowrun.verbosity()       1 under cowrun -v, else 0
+    cowrun.allow_threads_at_fork()
+                             in setup(): the threads alive when it returns
+                             hold no lock; a warning instead of a refusal
+                             (see Threads)
 
 Arguments.  cowrun's options come before `python`; everything after the
 script is the script's, passed as given: setup(argv) and plan(argv) get
@@ -133,10 +137,34 @@ way).  cowrun takes --help before a "--": `cowrun python SCRIPT.py --help`
 is this workload's help, `cowrun python SCRIPT.py -- --help` the script's
 (a "--" right after SCRIPT is dropped).
 
-Threads.  Python runs on the main thread only: no --mode omp.  Threads the
-script starts in setup() (numexpr's pool, a BLAS's) do not exist in the
-workers; one that held a lock at the fork leaves it held there.  cowrun
-holds OpenBLAS to one thread; `cowrun -v` names the threads alive at fork.
+Threads.  Python runs on the main thread only: no --mode omp.  A fork
+copies only the thread that forks: a thread alive when setup() returns
+exists in no worker, and a lock it held at the fork (logging's, a queue's,
+the script's own) stays held there forever, so the task that takes it
+hangs.  cowrun therefore refuses a run with Python threads alive when
+setup() returns (threading.enumerate()): one line naming them, exit 255,
+no task run.  End them before setup() returns: thread.join(),
+executor.shutdown() (or `with ThreadPoolExecutor() as pool:`),
+listener.stop() for a logging QueueListener.  A script whose threads hold
+no lock says so with cowrun.allow_threads_at_fork() in setup(): the run
+goes on, with one warning naming them.  Threads of C libraries (numexpr's
+pool, a BLAS's) are not Python threads: not refused; cowrun holds OpenBLAS
+to one thread, and `cowrun -v` names every thread alive at a fork (a
+Python thread by its Python name).
+
+Exit.  The interpreter ends as python3's does, once, in the process that
+ran finish() (fork mode: the parent; serial mode: the child that ran the
+tasks, never the process watching it), after the manifest and the joblog
+are written: atexit handlers run, logging flushes its handlers (a
+MemoryHandler's buffer reaches its file), and files left open are flushed
+and closed, so a file setup() wrote and never closed holds its text once.
+A worker never runs them: it leaves with _exit() after its tasks (as
+multiprocessing's workers do), so write what a task must keep in run().
+Threads that are not daemons are waited for at most 10 s
+(COWRUN_PYTHON_THREADS_WAIT_S); one still running then is named in one
+line and left.  An end that cannot flush sys.stdout or sys.stderr: one
+line, exit 254.  A run whose setup() raised, or whose serial process a
+task ended, ends no interpreter: no atexit handler runs.
 """
 import argparse
 
@@ -181,6 +209,10 @@ def merge(state, i, name, result):
 
 
 def finish(state, out):
-    """Optional.  Parent, after the last merge: the summary, to out (print
-    without file= lands there too)."""
+    """Optional.  Parent, after the last merge: the summary, to out, a text
+    stream (UTF-8; write, writelines, out.buffer for bytes; print without
+    file= lands there too).  It has no file descriptor: out.fileno()
+    raises io.UnsupportedOperation.  Its text reaches stdout only when
+    finish() returns, and none of it if finish() raises; after that, out
+    is closed."""
     print("%d tasks, sum of squares %d" % (state["count"], state["total"]), file=out)

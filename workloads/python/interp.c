@@ -38,7 +38,7 @@ static PyObject *pickle_dumps, *pickle_loads;
  * child (serial mode) as in the parent (fork mode).
  */
 static const char helper_source[] =
-	"import importlib.machinery, importlib.util, os, random, sys, traceback\n"
+	"import importlib.machinery, importlib.util, io, os, random, sys, threading, traceback\n"
 	"def load(path):\n"
 	"    name = '__cowrun_script__'\n"
 	"    loader = importlib.machinery.SourceFileLoader(name, path)\n"
@@ -108,7 +108,56 @@ static const char helper_source[] =
 	"            sys.modules['numpy.random'].set_state(saved[1])\n"
 	"def describe():\n"
 	"    return sys.version.split()[0], sys.executable, sys.prefix, \\\n"
-	"        [p for p in sys.path if p], getattr(sys, 'base_prefix', '')\n";
+	"        [p for p in sys.path if p], getattr(sys, 'base_prefix', '')\n"
+	/* Threads: those besides this one, by name; by native id for -v. */
+	"def others():\n"
+	"    me = threading.current_thread()\n"
+	"    return [t for t in threading.enumerate() if t is not me]\n"
+	"def thread_list():\n"
+	"    ts = others()\n"
+	"    return len(ts), ', '.join(repr(t.name) + ('' if t.daemon else ' (not a daemon)')\n"
+	"                              for t in ts)\n"
+	"def thread_names():\n"
+	"    return {t.native_id: t.name for t in others() if t.native_id is not None}\n"
+	/* threading._shutdown() waits for every non-daemon thread, as long
+	 * as they run: run on a daemon helper, it is waited for `seconds`
+	 * at most, then never called again (the interpreter's end calls
+	 * it).  The non-daemon threads it left alive, by name. */
+	"def end_threads(seconds):\n"
+	"    if not others():\n"
+	"        return ''\n"
+	"    done = threading.Event()\n"
+	"    def shut():\n"
+	"        try:\n"
+	"            threading._shutdown()\n"
+	"        finally:\n"
+	"            done.set()\n"
+	"    helper = threading.Thread(target=shut, name='cowrun-shutdown', daemon=True)\n"
+	"    helper.start()\n"
+	"    ended = done.wait(seconds)\n"
+	"    threading._shutdown = lambda: None\n"
+	"    return '' if ended else ', '.join(repr(t.name) for t in others()\n"
+	"                                      if t is not helper and not t.daemon)\n"
+	/* finish()'s `out`: a text stream over the runner's FILE (the
+	 * sink, module.c), with no descriptor of its own. */
+	"class SummaryRaw(io.RawIOBase):\n"
+	"    name = '<cowrun summary>'\n"
+	"    def __init__(self, sink):\n"
+	"        self.sink = sink\n"
+	"    def writable(self):\n"
+	"        return True\n"
+	"    def write(self, b):\n"
+	"        return self.sink.write(b)\n"
+	"    def flush(self):\n"
+	"        io.RawIOBase.flush(self)\n"
+	"        self.sink.flush()\n"
+	"    def fileno(self):\n"
+	"        raise io.UnsupportedOperation('fileno(): the summary has no file descriptor: '\n"
+	"            'cowrun buffers what finish() writes and prints it when finish() returns; '\n"
+	"            'write to out (print(..., file=out), out.write(), out.buffer.write())')\n"
+	"def summary(sink):\n"
+	"    return io.TextIOWrapper(io.BufferedWriter(SummaryRaw(sink)), encoding='utf-8',\n"
+	"                            errors='strict', newline='\\n', write_through=True)\n";
 
 static char script_path[PATH_MAX]; /* absolute, for where() */
 
@@ -117,34 +166,72 @@ static char script_path[PATH_MAX]; /* absolute, for where() */
 /* Did this thread call PyOS_BeforeFork() for the fork under way? */
 static __thread int forking;
 
+/* helpers[name](args...): a new reference, or NULL with the exception
+ * pending. */
+static PyObject *call_helper_object(const char *name, PyObject *args)
+{
+	PyObject *fn = PyDict_GetItemString(helpers, name); /* borrowed */
+
+	if (fn == NULL) {
+		PyErr_Format(PyExc_RuntimeError, "no helper %s", name);
+		Py_XDECREF(args);
+		return NULL;
+	}
+	PyObject *r = PyObject_CallObject(fn, args);
+	Py_XDECREF(args);
+	return r;
+}
+
+/* The Python name of the thread whose kernel id is `tid` (Thread's
+ * native_id), if `names` knows it, into buf; else the empty string. */
+static void python_name_of(PyObject *names, long tid, char *buf, size_t size)
+{
+	PyObject *key = PyLong_FromLong(tid);
+	PyObject *name = names && key ? PyDict_GetItemWithError(names, key) : NULL; /* borrowed */
+	const char *text = name && PyUnicode_Check(name) ? PyUnicode_AsUTF8(name) : NULL;
+
+	snprintf(buf, size, "%s", text ? text : "");
+	Py_XDECREF(key);
+	PyErr_Clear();
+}
+
 /* -v: name the threads besides this one once, at the first fork that
- * finds any (a BLAS or numexpr pool the script started). */
+ * finds any (a BLAS or numexpr pool the script started, or a Python
+ * thread cowrun.allow_threads_at_fork() let through): a Python thread by
+ * its name in `threading`, another by its comm, each with its id. */
 static void name_threads_at_fork(void)
 {
 	static int said;
-	char list[512] = "", path[300], comm[32];
+	char list[512] = "", path[300], comm[64];
 	size_t used = 0, n = 0;
 	DIR *d;
 
 	if (said || (d = opendir("/proc/self/task")) == NULL)
 		return;
+	PyObject *names = call_helper_object("thread_names", NULL);
+	PyErr_Clear();
 	for (struct dirent *e; (e = readdir(d)) != NULL;) {
 		if (e->d_name[0] == '.' || atoi(e->d_name) == gettid())
 			continue;
+		python_name_of(names, atol(e->d_name), comm, sizeof comm);
+		int python = comm[0] != '\0';
 		snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
-		FILE *f = fopen(path, "re");
-		if (f == NULL)
+		FILE *f = python ? NULL : fopen(path, "re");
+		if (!python && f == NULL)
 			continue;
-		if (fgets(comm, sizeof comm, f) == NULL)
+		if (f != NULL && fgets(comm, sizeof comm, f) == NULL)
 			snprintf(comm, sizeof comm, "?");
-		fclose(f);
+		if (f != NULL)
+			fclose(f);
 		comm[strcspn(comm, "\n")] = '\0';
 		n++;
 		if (used < sizeof list)
-			used += (size_t)snprintf(list + used, sizeof list - used, "%s%s (%s)",
-						 n > 1 ? ", " : "", comm, e->d_name);
+			used += (size_t)snprintf(list + used, sizeof list - used, "%s%s%s%s (%s)",
+						 n > 1 ? ", " : "", python ? "'" : "", comm,
+						 python ? "'" : "", e->d_name);
 	}
 	closedir(d);
+	Py_XDECREF(names);
 	if (n > 0) {
 		said = 1;
 		cowrun_error("%zu thread%s besides the main one alive at fork: %s (a forked worker "
@@ -155,7 +242,9 @@ static void name_threads_at_fork(void)
 
 /* Every fork the runner makes (pool, standby, watchdog, serve's leaders)
  * goes through glibc's fork(), and so through these.  Only the thread
- * that runs Python may do Python's part. */
+ * that runs Python may do Python's part, and only while the interpreter
+ * lives: pthread_atfork() cannot be undone, so py_end() makes them
+ * no-ops (a fork made as the interpreter ends is a plain one). */
 static void before_fork(void)
 {
 	if (!started || !pthread_equal(pthread_self(), python_thread))
@@ -183,6 +272,86 @@ static void after_fork_child(void)
 	}
 }
 
+int py_check_threads(const char *script, int allowed)
+{
+	PyObject *t = call_helper_object("thread_list", NULL);
+	Py_ssize_t n = 0;
+	const char *list = "";
+
+	if (t == NULL || !PyArg_ParseTuple(t, "ns", &n, &list)) {
+		PyErr_Clear();
+		Py_XDECREF(t);
+		return 0; /* threading cannot say: the forks go on as before */
+	}
+	if (n > 0 && allowed)
+		cowrun_error("%s: %zd thread%s alive at the fork, allowed by "
+			     "cowrun.allow_threads_at_fork(): %s (no worker has %s; a lock %s "
+			     "holds stays held there)", script, n, n == 1 ? "" : "s", list,
+			     n == 1 ? "it" : "them", n == 1 ? "it" : "one");
+	else if (n > 0)
+		cowrun_error("%s: %zd thread%s alive when setup() returned: %s: a lock %s holds "
+			     "would stay held in every worker (a fork copies only the main thread); "
+			     "end %s before setup() returns (thread.join(), executor.shutdown(), "
+			     "listener.stop()), or call cowrun.allow_threads_at_fork() in setup() "
+			     "if %s no lock; no task ran", script, n, n == 1 ? "" : "s", list,
+			     n == 1 ? "it" : "one", n == 1 ? "it" : "them",
+			     n == 1 ? "it holds" : "they hold");
+	Py_DECREF(t);
+	return n > 0 && !allowed ? -1 : 0;
+}
+
+/* ---- the end ---- */
+
+static int ended;
+
+/* How long the interpreter's end waits for threads that are not daemons
+ * (threading._shutdown()): COWRUN_PYTHON_THREADS_WAIT_S, default 10 s. */
+static double threads_wait_s(void)
+{
+	const char *text = getenv("COWRUN_PYTHON_THREADS_WAIT_S");
+	char *end;
+	double s = text ? strtod(text, &end) : 0;
+
+	return text && end != text && *end == '\0' && s >= 0 && s <= 86400 ? s : 10.0;
+}
+
+/* threading._shutdown() with a deadline: a thread that never ends is
+ * named, then left (it ends with the process, as a daemon would). */
+static void end_threads(void)
+{
+	double wait = threads_wait_s();
+	PyObject *left = call_helper_object("end_threads", Py_BuildValue("(d)", wait));
+	const char *names = left ? PyUnicode_AsUTF8(left) : NULL;
+
+	if (names != NULL && names[0] != '\0')
+		cowrun_error("%s: at the interpreter's end, thread %s had not ended after %g s: "
+			     "left running (it ends with the process; what it had still to do "
+			     "is lost): end it, or join it, before finish() returns",
+			     script_path, names, wait);
+	else if (names == NULL)
+		PyErr_Print();
+	Py_XDECREF(left);
+}
+
+int py_end(void)
+{
+	if (!started || ended || !pthread_equal(pthread_self(), python_thread))
+		return 0;
+	py_flush_stdio();
+	end_threads();
+	started = 0; /* the fork handlers, py_flush_stdio(): no-ops from here */
+	ended = 1;
+	Py_CLEAR(pickle_dumps);
+	Py_CLEAR(pickle_loads);
+	Py_CLEAR(helpers);
+	if (Py_FinalizeEx() != 0) {
+		cowrun_error("%s: the interpreter's end failed: a buffered write of sys.stdout or "
+			     "sys.stderr could not be flushed (see the lines above)", script_path);
+		return -1;
+	}
+	return 0;
+}
+
 /* ---- starting ---- */
 
 /*
@@ -206,49 +375,127 @@ static int make_libpython_global(void)
 	return 0;
 }
 
-/* The Python version a virtualenv's pyvenv.cfg says ("3.11"), or "". */
-static void venv_version(const char *venv, char *buf, size_t size)
+/* What a virtualenv's pyvenv.cfg says of the Python it was made from:
+ * `home` (its directory), `executable` or `base-executable` (the file),
+ * and its version ("3.11"). */
+struct venv_base {
+	char home[PATH_MAX], executable[PATH_MAX], base_executable[PATH_MAX];
+	char version[32];
+	int found;                 /* pyvenv.cfg could be read */
+};
+
+/* "key = value" into buf if `line` sets `key`. */
+static void venv_value(const char *line, const char *key, char *buf, size_t size)
 {
-	char path[PATH_MAX], line[256];
+	size_t n = strlen(key);
+
+	if (strncmp(line, key, n) != 0)
+		return;
+	line += n;
+	line += strspn(line, " \t");
+	if (*line != '=')
+		return;
+	line += 1 + strspn(line + 1, " \t");
+	snprintf(buf, size, "%.*s", (int)strcspn(line, "\r\n"), line);
+	for (size_t len = strlen(buf); len > 0 && (buf[len - 1] == ' ' || buf[len - 1] == '\t');)
+		buf[--len] = '\0';
+}
+
+static void venv_read(const char *venv, struct venv_base *v)
+{
+	char path[PATH_MAX], line[PATH_MAX + 64], version[64] = "";
 	FILE *f;
 
-	buf[0] = '\0';
+	memset(v, 0, sizeof *v);
 	snprintf(path, sizeof path, "%s/pyvenv.cfg", venv);
 	if ((f = fopen(path, "re")) == NULL)
 		return;
+	v->found = 1;
 	while (fgets(line, sizeof line, f)) {
-		unsigned major, minor;
-		if (sscanf(line, "version = %u.%u", &major, &minor) == 2 ||
-		    sscanf(line, "version_info = %u.%u", &major, &minor) == 2) {
-			snprintf(buf, size, "%u.%u", major, minor);
-			break;
-		}
+		venv_value(line, "home", v->home, sizeof v->home);
+		venv_value(line, "executable", v->executable, sizeof v->executable);
+		venv_value(line, "base-executable", v->base_executable, sizeof v->base_executable);
+		venv_value(line, "version", version, sizeof version);
+		venv_value(line, "version_info", version, sizeof version);
 	}
 	fclose(f);
+	unsigned major, minor;
+	if (sscanf(version, "%u.%u", &major, &minor) == 2)
+		snprintf(v->version, sizeof v->version, "%u.%u", major, minor);
+}
+
+/* Whether `path` resolves to `want` (both through realpath()). */
+static int resolves_to(const char *path, const char *want)
+{
+	char real[PATH_MAX];
+
+	return path[0] != '\0' && realpath(path, real) != NULL && strcmp(real, want) == 0;
+}
+
+/* Why the virtualenv is not one of the embedded interpreter (into buf),
+ * or NULL: every one of home, executable and base-executable that
+ * pyvenv.cfg sets resolves to the embedded Python's directory or file,
+ * at least one is set, and its version is this one. */
+static const char *venv_mismatch(const struct venv_base *v, char *buf, size_t size)
+{
+	char exe[PATH_MAX], dir[PATH_MAX], ours[32];
+	const char *names[] = { "executable", "base-executable" };
+	const char *files[] = { v->executable, v->base_executable };
+
+	snprintf(ours, sizeof ours, "%d.%d", PY_MAJOR_VERSION, PY_MINOR_VERSION);
+	if (realpath(COWRUN_PYTHON_EXECUTABLE, exe) == NULL)
+		snprintf(exe, sizeof exe, "%s", COWRUN_PYTHON_EXECUTABLE);
+	snprintf(dir, sizeof dir, "%s", exe);
+	*strrchr(dir, '/') = '\0';
+	if (!v->found)
+		return "it has no pyvenv.cfg: no virtualenv";
+	if (!v->home[0] && !v->executable[0] && !v->base_executable[0])
+		return "its pyvenv.cfg names no home or executable: the Python it was made from is unknown";
+	if (v->home[0] && !resolves_to(v->home, dir)) {
+		snprintf(buf, size, "it was made from the Python in %s (pyvenv.cfg's home)", v->home);
+		return buf;
+	}
+	for (size_t i = 0; i < 2; i++)
+		if (files[i][0] && !resolves_to(files[i], exe)) {
+			snprintf(buf, size, "it was made from %s (pyvenv.cfg's %s)", files[i], names[i]);
+			return buf;
+		}
+	if (v->version[0] && strcmp(v->version, ours) != 0) {
+		snprintf(buf, size, "it is Python %s (pyvenv.cfg's version)", v->version);
+		return buf;
+	}
+	return NULL;
 }
 
 /*
  * The executable the interpreter takes its prefix from (its standard
  * library, Debian's dist-packages): Debian's python3.X, wherever cowrun is
  * installed (from the binary's own path it would look in the wrong
- * place), or the active virtualenv's python when it is of this version.
+ * place), or the active virtualenv's python.  A virtualenv is used only
+ * if it was made from that same python3.X: one of another build, even of
+ * the same version, has extension modules built for another libpython
+ * ("undefined symbol" in setup), so it is refused, naming both; NULL.
  */
 static const char *python_executable(char *buf, size_t size)
 {
 	const char *venv = getenv("VIRTUAL_ENV");
-	char version[32], ours[32];
+	struct venv_base v;
+	char why[PATH_MAX + 96];
+	const char *wrong;
 
 	if (venv == NULL || venv[0] == '\0')
 		return COWRUN_PYTHON_EXECUTABLE;
-	snprintf(ours, sizeof ours, "%d.%d", PY_MAJOR_VERSION, PY_MINOR_VERSION);
-	venv_version(venv, version, sizeof version);
+	venv_read(venv, &v);
 	snprintf(buf, size, "%s/bin/python3", venv);
-	if (strcmp(version, ours) == 0 && access(buf, X_OK) == 0)
+	if ((wrong = venv_mismatch(&v, why, sizeof why)) == NULL && access(buf, X_OK) != 0)
+		wrong = "it has no bin/python3";
+	if (wrong == NULL)
 		return buf;
-	cowrun_error("VIRTUAL_ENV '%s' is %s%s, not Python %s as this workload: not used, "
-		     "modules come from %s", venv, version[0] ? "Python " : "no virtualenv (no pyvenv.cfg version)",
-		     version, ours, COWRUN_PYTHON_EXECUTABLE);
-	return COWRUN_PYTHON_EXECUTABLE;
+	cowrun_error("VIRTUAL_ENV '%s' is not a virtualenv of the Python this workload embeds, "
+		     "%s: %s; make one with %s -m venv (--system-site-packages keeps Debian's "
+		     "modules), or unset VIRTUAL_ENV", venv, COWRUN_PYTHON_EXECUTABLE, wrong,
+		     COWRUN_PYTHON_EXECUTABLE);
+	return NULL;
 }
 
 /* Say which interpreter runs and where its modules come from (-v). */
@@ -284,6 +531,10 @@ static int init_interpreter(const char *script, int argc, char **argv)
 	PyStatus status;
 	char exe[PATH_MAX];
 
+	const char *program = python_executable(exe, sizeof exe);
+
+	if (program == NULL)
+		return -1;
 	PyConfig_InitPythonConfig(&config);
 	config.install_signal_handlers = 0;
 	config.parse_argv = 0;
@@ -293,8 +544,7 @@ static int init_interpreter(const char *script, int argc, char **argv)
 	config.use_hash_seed = 1;
 	config.hash_seed = (unsigned long)(cowrun_seed_mix(cowrun_run_seed(), UINT64_MAX) &
 					   0xffffffffu);
-	status = PyConfig_SetBytesString(&config, &config.program_name,
-					 python_executable(exe, sizeof exe));
+	status = PyConfig_SetBytesString(&config, &config.program_name, program);
 	if (!PyStatus_Exception(status))
 		status = PyConfig_SetBytesArgv(&config, argc, argv);
 	if (!PyStatus_Exception(status))
@@ -558,4 +808,35 @@ PyObject *py_unpickle(const void *bytes, size_t len)
 
 	Py_XDECREF(b);
 	return r;
+}
+
+/* ---- finish()'s stream ---- */
+
+static PyObject *summary_sink; /* the sink under the stream now open */
+
+PyObject *py_summary_new(FILE *out)
+{
+	PyObject *sink = py_sink_new(out);
+	PyObject *stream = sink ? call_helper_object("summary", Py_BuildValue("(O)", sink)) : NULL;
+
+	if (stream == NULL) {
+		Py_XDECREF(sink);
+		return NULL;
+	}
+	Py_XSETREF(summary_sink, sink);
+	return stream;
+}
+
+int py_summary_end(PyObject *out, int keep)
+{
+	if (summary_sink != NULL && !keep)
+		py_sink_close(summary_sink, 1); /* what out holds goes nowhere */
+	PyObject *r = PyObject_CallMethod(out, "close", NULL);
+	if (summary_sink != NULL)
+		py_sink_close(summary_sink, 0);
+	Py_CLEAR(summary_sink);
+	Py_XDECREF(r);
+	if (r == NULL && !keep)
+		PyErr_Clear();
+	return r != NULL || !keep ? 0 : -1;
 }

@@ -1,6 +1,6 @@
 /*
- * module.c - the `cowrun` module a script imports, and the writer its
- * finish() prints the summary to.
+ * module.c - the `cowrun` module a script imports, and the sink under the
+ * stream its finish() prints the summary to.
  *
  *   cowrun.report(mode="w", encoding="utf-8", errors=None, newline=None)
  *       in run(): the task's report file OUTDIR/NAME, opened as open()
@@ -25,6 +25,9 @@
  *       0, or 1 under cowrun -v.
  *   cowrun.writable(*arrays), cowrun.guard(read_only=True, detect=True)
  *       the state rule's opt-outs: state.c.
+ *   cowrun.allow_threads_at_fork()
+ *       in setup(): the threads alive when setup() returns hold no lock;
+ *       the run goes on with a warning naming them, not refused.
  */
 #define _GNU_SOURCE
 #include "pyworkload.h"
@@ -266,6 +269,23 @@ static PyObject *cw_seed(PyObject *self, PyObject *unused)
 	return PyLong_FromUnsignedLongLong(cowrun_run_seed());
 }
 
+static int threads_allowed;
+
+int py_threads_allowed(void)
+{
+	return threads_allowed;
+}
+
+static PyObject *cw_allow_threads_at_fork(PyObject *self, PyObject *unused)
+{
+	(void)self;
+	(void)unused;
+	if (phase != PY_PHASE_SETUP)
+		return wrong_phase("allow_threads_at_fork", "setup()");
+	threads_allowed = 1;
+	Py_RETURN_NONE;
+}
+
 static PyObject *cw_verbosity(PyObject *self, PyObject *unused)
 {
 	(void)self;
@@ -288,13 +308,16 @@ static PyMethodDef cowrun_methods[] = {
 	  "seed(): in run(), this task's seed (from --seed and the task's index: the same at "
 	  "every -j and on a retry); elsewhere the run's seed, --seed (0 unless given)" },
 	{ "verbosity", cw_verbosity, METH_NOARGS, "verbosity(): 1 under cowrun -v, else 0" },
+	{ "allow_threads_at_fork", cw_allow_threads_at_fork, METH_NOARGS,
+	  "allow_threads_at_fork(): in setup(), the threads alive when it returns hold no "
+	  "lock: warn of them instead of refusing the run" },
 	{ NULL, NULL, 0, NULL },
 };
 
 static struct PyModuleDef cowrun_module = {
 	PyModuleDef_HEAD_INIT, "cowrun",
 	"What a script run by `cowrun python` calls: report(), command(), input(), task(), "
-	"seed(), verbosity().",
+	"seed(), verbosity(), allow_threads_at_fork().  The contract: workloads/python/contract.py.",
 	-1, cowrun_methods, NULL, NULL, NULL, NULL,
 };
 
@@ -316,58 +339,80 @@ PyObject *py_cowrun_module_init(void)
 	return m;
 }
 
-/* ---- the summary's writer ---- */
+/* ---- the sink under the summary's stream ---- */
 
-struct writer {
+struct sink {
 	PyObject_HEAD
-	FILE *out;
+	FILE *out;                /* NULL once closed */
+	int drop;                 /* closed: writes are dropped, not refused */
 };
 
-static PyObject *writer_write(PyObject *self, PyObject *arg)
+static PyObject *sink_write(PyObject *self, PyObject *arg)
 {
-	struct writer *w = (struct writer *)self;
-	Py_ssize_t len;
-	const char *text = PyUnicode_AsUTF8AndSize(arg, &len);
+	struct sink *s = (struct sink *)self;
+	Py_buffer b;
 
-	if (text == NULL)
+	if (PyObject_GetBuffer(arg, &b, PyBUF_SIMPLE) != 0)
 		return NULL;
-	if (fwrite(text, 1, (size_t)len, w->out) != (size_t)len)
+	Py_ssize_t len = b.len;
+	int failed = 0;
+	if (s->out == NULL && !s->drop) {
+		PyBuffer_Release(&b);
+		return PyErr_Format(PyExc_ValueError, "the summary is finished: finish() has "
+				    "returned, and its out takes no more");
+	}
+	if (s->out != NULL && fwrite(b.buf, 1, (size_t)len, s->out) != (size_t)len)
+		failed = 1;
+	PyBuffer_Release(&b);
+	if (failed)
 		return PyErr_SetFromErrno(PyExc_OSError);
-	return PyLong_FromSsize_t(PyUnicode_GetLength(arg));
+	return PyLong_FromSsize_t(len);
 }
 
-static PyObject *writer_flush(PyObject *self, PyObject *unused)
+static PyObject *sink_flush(PyObject *self, PyObject *unused)
 {
+	struct sink *s = (struct sink *)self;
+
 	(void)unused;
-	if (fflush(((struct writer *)self)->out) != 0)
+	if (s->out != NULL && fflush(s->out) != 0)
 		return PyErr_SetFromErrno(PyExc_OSError);
 	Py_RETURN_NONE;
 }
 
-static PyMethodDef writer_methods[] = {
-	{ "write", writer_write, METH_O, "write(str): append to the summary" },
-	{ "flush", writer_flush, METH_NOARGS, "flush()" },
+static PyMethodDef sink_methods[] = {
+	{ "write", sink_write, METH_O, "write(bytes): append to the summary" },
+	{ "flush", sink_flush, METH_NOARGS, "flush()" },
 	{ NULL, NULL, 0, NULL },
 };
 
-static PyType_Slot writer_slots[] = {
-	{ Py_tp_methods, writer_methods },
-	{ Py_tp_doc, (void *)"the summary cowrun prints: write(str)" },
+static PyType_Slot sink_slots[] = {
+	{ Py_tp_methods, sink_methods },
+	{ Py_tp_doc, (void *)"where the summary's bytes go: the runner's FILE" },
 	{ 0, NULL },
 };
 
-static PyType_Spec writer_spec = {
-	"cowrun.Summary", sizeof(struct writer), 0, Py_TPFLAGS_DEFAULT, writer_slots,
+static PyType_Spec sink_spec = {
+	"cowrun.SummarySink", sizeof(struct sink), 0, Py_TPFLAGS_DEFAULT, sink_slots,
 };
 
-PyObject *py_writer_new(FILE *out)
+PyObject *py_sink_new(FILE *out)
 {
 	static PyObject *type;
 
-	if (type == NULL && (type = PyType_FromSpec(&writer_spec)) == NULL)
+	if (type == NULL && (type = PyType_FromSpec(&sink_spec)) == NULL)
 		return NULL;
-	struct writer *w = PyObject_New(struct writer, (PyTypeObject *)type);
-	if (w != NULL)
-		w->out = out;
-	return (PyObject *)w;
+	struct sink *s = PyObject_New(struct sink, (PyTypeObject *)type);
+	if (s != NULL) {
+		s->out = out;
+		s->drop = 0;
+	}
+	return (PyObject *)s;
+}
+
+void py_sink_close(PyObject *sink, int drop)
+{
+	struct sink *s = (struct sink *)sink;
+
+	s->out = NULL;
+	s->drop = drop;
 }

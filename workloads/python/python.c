@@ -1,21 +1,9 @@
 /*
  * python.c - `cowrun python SCRIPT.py [ARGS]`: a script's functions as a
- * cowrun workload.  The script is an ordinary module:
- *
- *   setup(argv)                  parent, once: the state (argv: ARGS)
- *   tasks(state)                 parent: the task names, in task order
- *                                (each is also its report's file name)
- *   run(state, i, name)          worker: a picklable result, or None
- *   merge(state, i, name, r)     optional; parent, in task order, for each
- *                                task that succeeded, with run()'s result
- *   finish(state, out)           optional; parent: the summary, to out
- *   plan(argv)                   optional; the task names without the
- *                                setup, for --dry-run
- *   merge_context(state)         optional, with merge_setup: bytes that
- *   merge_setup(argv, context)   let --merge rebuild the state without
- *                                the setup
- *
- * The whole contract, with what each error does, is docs/python.md.
+ * cowrun workload, each called here: setup(), tasks(), run(), merge(),
+ * finish(), plan(), merge_context() and merge_setup().  What a script
+ * must do is contract.py, beside this file (a working script); the guide
+ * is docs/python.md.
  */
 #define _GNU_SOURCE
 #include "pyworkload.h"
@@ -248,8 +236,11 @@ static void *py_setup(int argc, char **argv)
 	py_set_phase(PY_PHASE_SETUP);
 	job->state = call(job, "setup", Py_BuildValue("(N)", args_list(&a)), 0, &absent);
 	py_set_phase(PY_PHASE_OTHER);
-	/* The modules tasks() imports count too: recorded after it. */
-	if ((job = job_with_tasks(job, &a)) != NULL && py_declare_own_modules() != 0) {
+	/* The modules tasks() imports count too: recorded after it.  A thread
+	 * alive now would be missing from every fork, a lock it holds held
+	 * there forever: refused before the first task. */
+	if ((job = job_with_tasks(job, &a)) != NULL &&
+	    (py_declare_own_modules() != 0 || py_check_threads(a.path, py_threads_allowed()) != 0)) {
 		job_free(job);
 		return NULL;
 	}
@@ -385,36 +376,49 @@ static int py_merge(void *state, size_t k, const void *record, size_t len)
 }
 
 /* finish(state, out), with sys.stdout the summary too while it runs, so
- * that print() without file= lands in order. */
+ * that print() without file= lands in order.  `out` is a text stream
+ * over the FILE; what it holds reaches the FILE when finish() returns,
+ * and nothing of it when finish() raises. */
 static int py_finish(void *state, FILE *out)
 {
 	struct pyjob *job = state;
-	PyObject *writer, *saved, *r = NULL;
+	PyObject *stream, *saved, *r = NULL;
 
 	if (job->finish == NULL)
 		return 0;
-	if (py_restore_generators() != 0 || (writer = py_writer_new(out)) == NULL) {
+	if (py_restore_generators() != 0 || (stream = py_summary_new(out)) == NULL) {
 		say_failed("finish");
 		return -1;
 	}
 	saved = PySys_GetObject("stdout"); /* borrowed */
 	Py_XINCREF(saved);
 	py_flush_stdio();
-	PySys_SetObject("stdout", writer);
-	r = PyObject_CallFunction(job->finish, "OO", job->state, writer);
+	PySys_SetObject("stdout", stream);
+	r = PyObject_CallFunction(job->finish, "OO", job->state, stream);
 	PySys_SetObject("stdout", saved);
 	Py_XDECREF(saved);
-	Py_DECREF(writer);
 	if (r == NULL)
 		say_failed("finish");
+	int kept = py_summary_end(stream, r != NULL);
+	Py_DECREF(stream);
+	if (r != NULL && kept != 0)
+		say_failed("finish");
 	Py_XDECREF(r);
-	return r ? 0 : -1;
+	return r && kept == 0 ? 0 : -1;
 }
 
+/* The process that ran finish() (or merged, or planned) ends the
+ * interpreter here, after the manifest and the joblog are committed: the
+ * script's atexit handlers, logging's last flush and its files left open
+ * happen once, as under python3.  An end that fails: one line, exit 254. */
 static void py_teardown(void *state)
 {
 	py_flush_stdio();
 	job_free(state);
+	if (py_end() != 0) {
+		fflush(stdout);
+		exit(254);
+	}
 }
 
 /* --dry-run: plan(argv)'s names, or NULL (no plan(): known after setup). */
@@ -483,31 +487,23 @@ const struct cowrun_workload cowrun_workload = {
 	.description =
 		"Usage: cowrun [RUNNER OPTIONS] python SCRIPT.py [SCRIPT ARGS]\n"
 		"\n"
-		"Runs a Python script as a nightly batch: setup once in the parent, each task\n"
-		"in a forked worker that reads the setup's objects copy-on-write.  The script\n"
-		"defines:\n"
-		"  setup(argv)                parent, once: the state (argv: SCRIPT ARGS)\n"
-		"  tasks(state)               parent: task names, in order (report file names)\n"
-		"  run(state, i, name)        worker: a picklable result or None\n"
-		"  merge(state, i, name, r)   optional: parent, in task order, each success\n"
-		"  finish(state, out)         optional: parent, the summary: print(..., file=out)\n"
-		"  plan(argv)                 optional: the task names without setup (--dry-run)\n"
-		"  merge_context(state), merge_setup(argv, context)\n"
-		"                             optional, both: --merge without the setup\n"
-		"In run(), `import cowrun; f = cowrun.report()` opens the task's report\n"
-		"(OUTDIR/NAME; \"wb\" for bytes), kept only if run() returns;\n"
-		"f = cowrun.command(\"gzip -n\") writes the report through a command\n"
-		"instead (to=\"stderr\": to a printer); the task fails if it fails.  In setup(),\n"
-		"cowrun.input(path) declares a file the results depend on.  An exception in\n"
-		"run() fails that task (its traceback on stderr); in loading or setup() it\n"
-		"ends the run, exit 255.  run() must not change the state: its numpy arrays\n"
-		"are read-only there, and a change a worker's later tasks saw is said once\n"
-		"(cowrun.writable(arr), cowrun.guard(False); --tasks-per-worker 1 needs\n"
-		"neither).  SCRIPT\n"
-		"is an input; so is every argument that names an existing file (cowrun\n"
-		"--not-input ARG says one is not).  Modes: fork and serial (no omp).  The\n"
-		"script's own help: cowrun python SCRIPT.py -- --help\n"
-		"(a \"--\" right after SCRIPT is dropped).  The guide: docs/python.md.",
+		"Runs a Python script as a nightly batch: its setup(argv) once in the parent,\n"
+		"each task's run(state, i, name) in a forked worker that reads the setup's\n"
+		"objects copy-on-write, merge() and finish(state, out) in the parent.\n"
+		"\n"
+		"The contract, in one place, is a working script: contract.py (in cowrun's\n"
+		"source, workloads/python/contract.py; installed, share/cowrun/python/).  It\n"
+		"says every function the script defines, the cowrun module (cowrun.report(),\n"
+		"cowrun.command(), cowrun.input() ...), what each error does, threads, and\n"
+		"how the interpreter ends.  Run it: cowrun python contract.py --count 5\n"
+		"\n"
+		"run() must not change the state: the state's numpy arrays are read-only in\n"
+		"run(), and a change a worker's later tasks saw is said in one line; a script\n"
+		"that must change it runs with cowrun --tasks-per-worker 1.\n"
+		"\n"
+		"cowrun's options come before `python`; the script's own help is\n"
+		"cowrun python SCRIPT.py -- --help (a \"--\" right after SCRIPT is dropped).\n"
+		"The guide: docs/python.md.",
 	.flags = COWRUN_WRITES_REPORTS | COWRUN_OWN_ARGV | COWRUN_NO_THREADS |
 		 COWRUN_NOT_THREAD_SAFE,
 	.options = NULL,

@@ -2,16 +2,19 @@
  * pyworkload.h - what the files of the python workload share.
  *
  * python.so embeds Debian's CPython and runs a script's functions as a
- * cowrun workload: the contract is written in workloads/python/README and
- * in docs/python.md.  The files:
+ * cowrun workload.  The contract a script follows is contract.py, beside
+ * these files (a working script; docs/python.md is the guide).  The files:
  *
  *   python.c    the workload's table: setup, tasks, run, merge, finish,
  *               plan and the merge without setup, each calling the script
  *   interp.c    the interpreter: started once per process (its paths,
  *               a virtualenv, no signal handlers of its own), the fork
- *               handlers, the script loaded, errors made into one line
- *   module.c    the `cowrun` module a script imports: report(), input(),
- *               task(), verbosity(); and the writer finish() prints to
+ *               handlers, the threads alive at a fork, the script loaded,
+ *               errors made into one line, and its end (py_end())
+ *   module.c    the `cowrun` module a script imports: report(), command(),
+ *               input(), task(), seed(), verbosity(),
+ *               allow_threads_at_fork(); and the sink under the stream
+ *               finish() prints to
  *   state.c     the state rule (run() must not change the state): the
  *               read-only guard of its arrays, the detector of other
  *               changes, cowrun.writable() and cowrun.guard()
@@ -81,6 +84,37 @@ int py_system_exit(int *status);
  * reach their buffers).  Errors are dropped. */
 void py_flush_stdio(void);
 
+/*
+ * Threads other than this one alive now (after setup(): every fork would
+ * copy none of them, and a lock one holds would stay held in every
+ * worker): -1 after one line naming them by their Python names, or, if
+ * `allowed` (cowrun.allow_threads_at_fork()), 0 after that line as a
+ * warning.  0 when there are none.
+ */
+int py_check_threads(const char *script, int allowed);
+
+/*
+ * End the interpreter as Python ends it, in the process that ran finish()
+ * (never in one that will fork again): the fork handlers become no-ops,
+ * threading._shutdown() runs with a deadline (a thread that never ends is
+ * named, then left), then Py_FinalizeEx(): atexit handlers, logging's
+ * shutdown, files left open flushed and closed.  Returns 0, or -1 after
+ * one line if Py_FinalizeEx() failed.  A no-op in a process whose
+ * interpreter did not start, on another thread, or the second time.
+ */
+int py_end(void);
+
+/* finish()'s `out`: an io.TextIOWrapper (UTF-8) over a sink writing to
+ * the FILE; fileno() raises io.UnsupportedOperation.  A new reference, or
+ * NULL with the exception pending. */
+PyObject *py_summary_new(FILE *out);
+
+/* After finish(): flush what `out` holds into the FILE if `keep`, else
+ * drop it; then close it, so that a write after finish() returned (a
+ * handler that kept `out`) raises instead of reaching the FILE.  Returns
+ * 0, or -1 with the exception pending (the flush failed). */
+int py_summary_end(PyObject *out, int keep);
+
 /* pickle.dumps(obj) and pickle.loads(bytes): new references, or NULL
  * with the exception pending. */
 PyObject *py_pickle(PyObject *obj);
@@ -130,9 +164,15 @@ int py_close_command(void);
  * not start, and cowrun_task_error() has already said why. */
 int py_command_refused(void);
 
-/* A writer over a C FILE, for finish(state, out): write(str) and flush().
- * A new reference, or NULL with the exception pending. */
-PyObject *py_writer_new(FILE *out);
+/* Whether setup() called cowrun.allow_threads_at_fork(). */
+int py_threads_allowed(void);
+
+/* The sink under finish()'s stream: write(bytes) and flush() to the
+ * FILE.  A new reference, or NULL with the exception pending.  After
+ * py_sink_close() it no longer reaches the FILE: what is written to it is
+ * dropped (`drop`), or raises ValueError. */
+PyObject *py_sink_new(FILE *out);
+void py_sink_close(PyObject *sink, int drop);
 
 /* ---- state.c ---- */
 
