@@ -109,3 +109,30 @@ started_pids() {
 	files=$(ls "$1")
 	printf '%s\n' "$files" | sed 's/.*\.//'
 }
+
+# ---- a run in the background ($bg: the reaper's pid) ----
+
+# cowrun_of PID: the cowrun a backgrounded reaper runs (found once the
+# reaper has forked it).
+cowrun_of() {
+	pgrep -P "$1" -x cowrun
+}
+
+# all_dead PID...: whether every pid given has died: gone, or a zombie not
+# yet reaped.
+all_dead() {
+	local pid state
+	for pid in "$@"; do
+		state=$(awk '{ print $3 }' "/proc/$pid/stat" 2>/dev/null) || continue
+		[ -z "$state" ] || [ "$state" = Z ] || return 1
+	done
+}
+
+# stop_background_run: a backgrounded run ($bg) the test did not get to
+# end is taken down (its workers die with it), so nothing outlives the test.
+stop_background_run() {
+	if [ -n "${bg:-}" ] && kill -0 "$bg" 2>/dev/null; then
+		pkill -KILL -P "$bg" -x cowrun || true
+		wait "$bg" || true
+	fi
+}

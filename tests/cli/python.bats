@@ -20,17 +20,9 @@ setup() {
 # A backgrounded run or a server the test did not get to stop: taken
 # down, so nothing outlives the test.
 teardown() {
-	if [ -n "${bg:-}" ] && kill -0 "$bg" 2>/dev/null; then
-		pkill -KILL -P "$bg" -x cowrun || true
-		wait "$bg" || true
-	fi
+	stop_background_run
 	kill_server
 	[ -z "${D:-}" ] || rm -rf "$D"
-}
-
-# The cowrun a backgrounded reaper runs.
-cowrun_of() {
-	pgrep -P "$1" -x cowrun
 }
 
 # marks DIR WHAT [NAME]: how many files batch.py left in DIR for WHAT

@@ -10,11 +10,6 @@ JOBLOG_HEADER=$'Seq\tHost\tStarttime\tJobRuntime\tSend\tReceive\tExitval\tSignal
 # makes them slower.  A limit (30 s) only keeps a broken runner from hanging
 # the suite, and fails the test saying what never happened.
 
-# The cowrun a backgrounded reaper runs (found once the reaper has forked it).
-cowrun_of() {
-	pgrep -P "$1" -x cowrun
-}
-
 # Whether PID has a SIGTERM pending, sent but not yet delivered (bit 14 of
 # ShdPnd in /proc/PID/status).
 sigterm_pending() {
@@ -30,22 +25,10 @@ ignores_sigint() {
 	[ -n "$mask" ] && (( (16#$mask >> 1) & 1 ))
 }
 
-# Whether every pid given has died: gone, or a zombie not yet reaped.
-all_dead() {
-	local pid state
-	for pid in "$@"; do
-		state=$(awk '{ print $3 }' "/proc/$pid/stat" 2>/dev/null) || continue
-		[ -z "$state" ] || [ "$state" = Z ] || return 1
-	done
-}
-
 # A test that failed before waiting for its backgrounded run: take the run
 # down (its workers die with it) so nothing outlives the test.
 teardown() {
-	if [ -n "${bg:-}" ] && kill -0 "$bg" 2>/dev/null; then
-		pkill -KILL -P "$bg" -x cowrun || true
-		wait "$bg" || true
-	fi
+	stop_background_run
 }
 
 @test "--joblog: GNU Parallel's header and one line per attempt" {

@@ -8,16 +8,8 @@
 
 load helpers
 
-# The cowrun a backgrounded reaper runs (found once the reaper has forked it).
-cowrun_of() {
-	pgrep -P "$1" -x cowrun
-}
-
 teardown() {
-	if [ -n "${bg:-}" ] && kill -0 "$bg" 2>/dev/null; then
-		pkill -KILL -P "$bg" -x cowrun || true
-		wait "$bg" || true
-	fi
+	stop_background_run
 	if [ -n "${mnt:-}" ] && mountpoint -q "$mnt"; then
 		umount "$mnt"
 	fi

@@ -18,26 +18,9 @@ setup() {
 # A run or a server the test did not get to end: taken down, so nothing
 # outlives it.
 teardown() {
-	if [ -n "${bg:-}" ] && kill -0 "$bg" 2>/dev/null; then
-		pkill -KILL -P "$bg" -x cowrun || true
-		wait "$bg" || true
-	fi
+	stop_background_run
 	kill_server
 	[ -z "${D:-}" ] || rm -rf "$D"
-}
-
-# The cowrun a backgrounded reaper runs.
-cowrun_of() {
-	pgrep -P "$1" -x cowrun
-}
-
-# Whether every pid given has died: gone, or a zombie not yet reaped.
-all_dead() {
-	local pid state
-	for pid in "$@"; do
-		state=$(awk '{ print $3 }' "/proc/$pid/stat" 2>/dev/null) || continue
-		[ -z "$state" ] || [ "$state" = Z ] || return 1
-	done
 }
 
 # Whether PID ignores SIGHUP (bit 0 of SigIgn in /proc/PID/status).
