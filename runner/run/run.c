@@ -773,6 +773,10 @@ static int setup_and_run(const struct run_config *cfg, struct sidefiles *files)
 			watched_state = b.state;
 		else if (cfg->workload->teardown)
 			cfg->workload->teardown(b.state);
+	} else if (b.state != NULL && cfg->workload->teardown) {
+		/* Refused after the workload's setup returned (a task name, an
+		 * input the setup wrote): its state is still its own to free. */
+		cfg->workload->teardown(b.state);
 	}
 	/* The joblog's lock, held since before the setup, goes last. */
 	sidefiles_close(files, &b, 0);
