@@ -23,6 +23,7 @@
 #include "files/results.h"
 #include "engine/task.h"
 #include "files/wire.h"
+#include "run/config.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -130,8 +131,11 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	(void)argc;
 	(void)argv;
 	task_set_current_workload("selftest");
-	identity = results_identity("0.3.0", &fake, "arg --tasks\narg 4\n", NTASKS,
-				    (struct results_context){ NULL, 0 });
+	/* The identity a real `cowrun selftest --tasks 4` saves: the default
+	 * seed (0) and its task names. */
+	uint64_t names = results_names_hash(&fake, NULL, NTASKS);
+	identity = results_identity(COWRUN_VERSION, &fake, 0, "arg --tasks\narg 4\n", NTASKS,
+				    &names, (struct results_context){ NULL, 0 });
 	if (identity == NULL)
 		abort();
 	return 0;
