@@ -464,6 +464,68 @@ const char *command_text(const struct command *c)
 	return c->text;
 }
 
+/* The words /bin/sh (dash) runs itself, whatever PATH holds: its
+ * reserved words and builtins.  A shell command starting with one has no
+ * program to look up. */
+static int shell_runs_itself(const char *w)
+{
+	static const char *const own[] = {
+		"!", "{", "}", "case", "do", "done", "elif", "else", "esac", "fi", "for", "if",
+		"in", "then", "until", "while", ":", ".", "alias", "bg", "break", "cd", "chdir",
+		"command", "continue", "echo", "eval", "exec", "exit", "export", "false", "fc",
+		"fg", "getopts", "hash", "jobs", "kill", "local", "printf", "pwd", "read",
+		"readonly", "return", "set", "shift", "test", "times", "trap", "true", "type",
+		"ulimit", "umask", "unalias", "unset", "wait",
+	};
+
+	for (size_t i = 0; i < sizeof own / sizeof own[0]; i++)
+		if (strcmp(w, own[i]) == 0)
+			return 1;
+	return 0;
+}
+
+/* A byte of a plain word: taken as itself by the shell anywhere. */
+static int plain_byte(char ch)
+{
+	return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+	       strchr("_-./,:+@%", ch) != NULL;
+}
+
+int command_program(const struct command *c, char *out, size_t size)
+{
+	/* Its first part must be text: a replacement string first has no
+	 * name before a report exists. */
+	if (c->nparts == 0 || c->parts[0].kind != PART_TEXT)
+		return 0;
+	const char *t = c->text + c->parts[0].start;
+	size_t len = c->parts[0].len, i = 0;
+	if (c->shell)
+		while (i < len && (is_blank(t[i]) || t[i] == '\n'))
+			i++;
+	size_t from = i;
+	while (i < len && !is_blank(t[i]) && !(c->shell && strchr("\n;&|()<>", t[i])))
+		i++;
+	size_t n = i - from;
+	/* A word glued to a replacement string ("lp{#}") is not known yet. */
+	if (n == 0 || (i == len && c->nparts > 1 && (c->shell || c->word_end[0] > 1)))
+		return 0;
+	if (c->shell) {
+		for (size_t j = from; j < i; j++)
+			if (!plain_byte(t[j]))
+				return 0;   /* quoted, a variable, an assignment, a glob */
+		size_t k = i;
+		while (k < len && is_blank(t[k]))
+			k++;
+		if (k < len && t[k] == '(')
+			return 0;   /* "f() ...": a function's definition */
+	}
+	if (n + 1 > size)
+		return 0;
+	memcpy(out, t + from, n);
+	out[n] = '\0';
+	return c->shell && shell_runs_itself(out) ? 0 : 1;
+}
+
 /* ---- rendering ---- */
 
 /* The values as strings, for one run. */

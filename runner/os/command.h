@@ -55,6 +55,15 @@ void command_free(struct command *c);
 
 /* 1 if it runs under /bin/sh -c, 0 if directly (for -v). */
 int command_uses_shell(const struct command *c);
+/*
+ * The program it starts, to look up on PATH before any report exists:
+ * a direct command's first word, or a shell command's first word when
+ * that is plain (no quote, variable, assignment, glob or replacement
+ * string in it, and not a word /bin/sh runs itself: `{`, `if`, `cd`,
+ * `exec`, `echo`...).  Returns 1 with it in out, or 0 when there is none
+ * to look up (or it does not fit in size).
+ */
+int command_program(const struct command *c, char *out, size_t size);
 /* Its text as given. */
 const char *command_text(const struct command *c);
 

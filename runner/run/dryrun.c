@@ -203,6 +203,7 @@ int run_dry(const struct run_config *cfg)
 	printf("workload   %s", w->name);
 	print_origin(w, cfg->plugin_path);
 	if (options_check(w, cfg->wargc, cfg->wargv) != 0 ||
+	    run_check_report_commands(cfg) != 0 ||
 	    run_check_side_files(cfg, &files) != 0 ||
 	    ((w->flags & COWRUN_WRITES_REPORTS) && outdir_check_existing(cfg->outdir) != 0) ||
 	    (cfg->nmerge == 0 && run_check_inputs(cfg) != 0))   /* a merge may need none */

@@ -435,6 +435,73 @@ static int add_run_id(char **identity)
 	return 0;
 }
 
+/* Can `prog` be started as posix_spawnp() or /bin/sh would start it?
+ * Looked up on PATH (unset: the shell's default, "/bin:/usr/bin"; an
+ * empty element is the working directory).  A relative path with a '/'
+ * is not looked at: it is resolved where the setup leaves the working
+ * directory.  Returns 0, or -1 with the reason in why. */
+static int program_runnable(const char *prog, char *why, size_t size)
+{
+	struct stat st;
+
+	if (prog[0] == '/') {
+		int err = stat(prog, &st) != 0 ? errno : !S_ISREG(st.st_mode) ? EACCES
+			: access(prog, X_OK) != 0 ? errno : 0;
+		if (err)
+			snprintf(why, size, "%s", strerror(err));
+		return err ? -1 : 0;
+	}
+	if (strchr(prog, '/') != NULL)
+		return 0;
+	const char *path = getenv("PATH");
+	int seen = 0;
+	for (const char *p = path ? path : "/bin:/usr/bin";; p++) {
+		size_t n = strcspn(p, ":");
+		char full[PATH_MAX];
+		if (snprintf(full, sizeof full, "%.*s%s%s", (int)n, n ? p : ".", "/", prog)
+		    < (int)sizeof full && stat(full, &st) == 0 && S_ISREG(st.st_mode)) {
+			if (access(full, X_OK) == 0)
+				return 0;
+			seen = 1;
+		}
+		p += n;
+		if (*p == '\0')
+			break;
+	}
+	snprintf(why, size, "%s", seen ? "not executable where it is on PATH"
+					: "not found on PATH");
+	return -1;
+}
+
+int run_check_report_commands(const struct run_config *cfg)
+{
+	static const char *const options[2] = { "--report-filter", "--report-to" };
+	const char *texts[2] = { cfg->report_filter, cfg->report_to };
+	const char *skip = getenv("COWRUN_CHECK_COMMANDS");
+
+	/* cowrun-cluster-slurm's --check-args here: the nodes have the programs. */
+	if (skip && strcmp(skip, "0") == 0)
+		return 0;
+	for (int i = 0; i < 2; i++) {
+		char why[256], prog[256];
+		if (texts[i] == NULL)
+			continue;
+		struct command *c = command_parse(options[i], texts[i], why, sizeof why);
+		if (c == NULL) {
+			warnx_("%s", why);
+			return -1;
+		}
+		int bad = command_program(c, prog, sizeof prog) &&
+			  program_runnable(prog, why, sizeof why) != 0;
+		command_free(c);
+		if (bad) {
+			warnx_("%s: cannot run '%s': %s", options[i], prog, why);
+			return -1;
+		}
+	}
+	return 0;
+}
+
 /* The commands of the route set, this process's to free. */
 static struct command *routed[2];
 
@@ -826,6 +893,8 @@ int run_direct(const struct run_config *cfg)
 		options_print_help(cfg->workload, stdout);
 		return run_stdout_written();
 	}
+	if (run_check_report_commands(cfg) != 0)
+		return EXIT_USAGE;
 	if (cfg->check_args)
 		return options_check(cfg->workload, cfg->wargc, cfg->wargv) == 0 &&
 		       inputs_check_names(cfg->workload, cfg->not_inputs, cfg->nnot_inputs) == 0

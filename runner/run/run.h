@@ -63,6 +63,13 @@ int run_check_inputs(const struct run_config *cfg);
  * after the refusal's message. */
 int run_dry(const struct run_config *cfg);
 
+/* The programs of --report-filter and --report-to found on PATH before
+ * the setup (command_program(): a direct command's first word, a shell
+ * command's when plain); COWRUN_CHECK_COMMANDS=0 skips it (a cluster's
+ * check here, for commands its hosts have).  Returns 0, or -1 after one
+ * line: "--report-to: cannot run 'lpx': not found on PATH". */
+int run_check_report_commands(const struct run_config *cfg);
+
 /* Where this process's reports go (--report-filter, --report-to,
  * --report-suffix): the commands parsed and set with
  * task_set_report_route() until run_unroute_reports().  With -v, says how

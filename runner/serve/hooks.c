@@ -85,8 +85,12 @@ static int served_run(void *ctx, const struct proto_request *rq, size_t workers,
 	struct run_config cfg = s->cfg;
 	struct batch b = { 0 };
 	struct sidefiles files;
+	/* The programs are looked up in the server's environment: the
+	 * leader's, which starts them. */
 	int rc = apply_request(&cfg, rq);
 
+	if (rc == 0 && run_check_report_commands(&cfg) != 0)
+		rc = EXIT_USAGE;
 	sidefiles_init(&files, &paths);
 	if (rc != 0 || (cfg.resume && sidefiles_lock(&files, s->b.workload->name) != 0)) {
 		sidefiles_close(&files, &b, 0);
