@@ -50,6 +50,9 @@ refused_before_setup() {
 	run --separate-stderr env PATH="$D/p:$PATH" "$COWRUN" --check-args --report-to 'lpy' $SELF
 	[ "$status" -eq 255 ]
 	assert_one_line_error "cowrun: --report-to: cannot run 'lpy': not executable where it is on PATH"
+	# COWRUN_CHECK_COMMANDS=0 (cowrun-cluster-slurm's check here): left to the hosts.
+	run --separate-stderr env COWRUN_CHECK_COMMANDS=0 "$COWRUN" --check-args --report-to 'lpx -d x' $SELF
+	[ "$status" -eq 0 ]
 }
 
 @test "a served batch looks the program up in the server's environment: refused with 255" {
