@@ -7,6 +7,7 @@
 #include "inputs.h"
 #include "engine/task.h"
 #include "files/inputid.h"
+#include "os/command.h"
 #include "os/util.h"
 
 #include <dirent.h>
@@ -347,24 +348,44 @@ static int compare_names(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* Every task's report name, sorted: what this batch writes.  NULL (ENOMEM). */
-static char **batch_names(const struct batch *b)
+/* Did task k succeed, in this run or the run it resumes? */
+static int succeeded(const struct batch *b, size_t k)
+{
+	enum reorder_state st = reorder_state(&b->reorder, k);
+
+	return st != REORDER_WAITING && st != REORDER_EXCLUDED && st != REORDER_FAILED;
+}
+
+/* Every task's report name, sorted: what this batch writes; with
+ * `delivered`, only the tasks that succeeded (what a --report-to run gave
+ * its command).  *n: how many.  NULL (ENOMEM). */
+static char **batch_names(const struct batch *b, int delivered, size_t *n)
 {
 	char **names = calloc(b->ntasks + 1, sizeof *names);
 
+	*n = 0;
 	for (size_t k = 0; names && k < b->ntasks; k++) {
 		char name[REPORT_FILE_MAX] = "";
+		if (delivered && !succeeded(b, k))
+			continue;
 		task_report_file_of(b->workload, b->state, k, name, sizeof name);
-		if ((names[k] = strdup(name)) == NULL) {
-			for (size_t i = 0; i < k; i++)
+		if ((names[(*n)++] = strdup(name)) == NULL) {
+			for (size_t i = 0; i < *n; i++)
 				free(names[i]);
 			free(names);
 			return NULL;
 		}
 	}
 	if (names)
-		qsort(names, b->ntasks, sizeof *names, compare_names);
+		qsort(names, *n, sizeof *names, compare_names);
 	return names;
+}
+
+static void names_free(char **names, size_t n)
+{
+	for (size_t k = 0; names && k < n; k++)
+		free(names[k]);
+	free(names);
 }
 
 static int in_batch(char *const *names, size_t n, const char *name)
@@ -378,9 +399,8 @@ static int in_batch(char *const *names, size_t n, const char *name)
 static int this_runs_reports(const struct batch *b, int dirfd, struct entries *mine)
 {
 	for (size_t k = 0; k < b->ntasks; k++) {
-		enum reorder_state st = reorder_state(&b->reorder, k);
 		char name[REPORT_FILE_MAX] = "";
-		if (st == REORDER_WAITING || st == REORDER_EXCLUDED || st == REORDER_FAILED)
+		if (!succeeded(b, k))
 			continue;
 		task_report_file_of(b->workload, b->state, k, name, sizeof name);
 		if (present(dirfd, name) && entries_add(mine, name, 0, 0, 0) != 0)
@@ -395,15 +415,16 @@ static int compare_entries(const void *a, const void *b)
 	return strcmp(((const struct entry *)a)->name, ((const struct entry *)b)->name);
 }
 
-/* The earlier manifests' entries that no task of this batch writes,
- * sorted by name (a name may come more than once).  Returns 0 or -1. */
-static int not_in_batch(const struct earlier *r, char *const *names, size_t nnames,
-			struct entries *out)
+/* The earlier manifests' entries that none of `names` is (`in`: that
+ * one of them is), sorted by name (a name may come more than once).
+ * Returns 0 or -1. */
+static int named_earlier(const struct earlier *r, char *const *names, size_t nnames, int in,
+			 struct entries *out)
 {
 	for (size_t i = 0; i < r->n; i++)
 		for (size_t j = 0; j < r->m[i].list.n; j++) {
 			const struct entry *e = &r->m[i].list.e[j];
-			if (!in_batch(names, nnames, e->name) &&
+			if (in_batch(names, nnames, e->name) == in &&
 			    entries_add(out, e->name, e->size, e->hash, 1) != 0)
 				return -1;
 		}
@@ -413,13 +434,14 @@ static int not_in_batch(const struct earlier *r, char *const *names, size_t nnam
 }
 
 /* The stale reports: named by an earlier manifest, written by no task of
- * this batch, still as that manifest recorded them (size and hash); each
- * name once, sorted.  Returns 0 or -1 (ENOMEM). */
+ * this batch (`in`: by one of `names`, the reports a --report-to run
+ * gave its command), still as that manifest recorded them (size and
+ * hash); each name once, sorted.  Returns 0 or -1 (ENOMEM). */
 static int find_stale(int dirfd, const struct earlier *r, char *const *names, size_t nnames,
-		      struct entries *stale)
+		      int in, struct entries *stale)
 {
 	struct entries named = { 0 }, now = { 0 };
-	int rc = not_in_batch(r, names, nnames, &named);
+	int rc = named_earlier(r, names, nnames, in, &named);
 
 	/* Each file looked at once, however many manifests name it. */
 	for (size_t i = 0; i < named.n && rc == 0; i++)
@@ -444,7 +466,8 @@ static int find_stale(int dirfd, const struct earlier *r, char *const *names, si
 
 /* The manifest's text into f. */
 static void put_manifest(FILE *f, const struct owner *o, const char *identity,
-			 const struct entries *mine, const struct entries *carried)
+			 const struct entries *mine, const struct entries *carried,
+			 const char *routed)
 {
 	fprintf(f, MANIFEST_MAGIC "\nworkload %s\n", o->workload);
 	if (o->script) {
@@ -460,6 +483,8 @@ static void put_manifest(FILE *f, const struct owner *o, const char *identity,
 			fprintf(f, "identity %.*s\n", (int)n, p);
 		p += n + (p[n] == '\n');
 	}
+	if (routed)
+		fputs(routed, f);
 	for (size_t i = 0; i < mine->n; i++)
 		if (!mine->e[i].gone) {
 			fprintf(f, "report %" PRIu64 " %016" PRIx64 " ", mine->e[i].size, mine->e[i].hash);
@@ -489,7 +514,7 @@ static size_t count_present(const struct entries *l)
  * Returns 0 or -1 after a message. */
 static int write_manifest(const struct batch *b, const struct owner *o, int dirfd,
 			  const char *file, const char *identity, const struct entries *mine,
-			  const struct entries *carried)
+			  const struct entries *carried, const char *routed)
 {
 	char temp[NAME_MAX + 64];
 	FILE *f = NULL;
@@ -500,7 +525,7 @@ static int write_manifest(const struct batch *b, const struct owner *o, int dirf
 		close(fd);
 	if (f == NULL)
 		goto fail;
-	put_manifest(f, o, identity, mine, carried);
+	put_manifest(f, o, identity, mine, carried, routed);
 	fprintf(f, "end %zu\n", count_present(mine) + count_present(carried));
 	if (fflush(f) != 0 || ferror(f) || fsync(fileno(f)) != 0) {
 		fclose(f);
@@ -599,21 +624,102 @@ static void say_stale(const struct batch *b, const struct entries *stale, int cl
 		       dir ? "'" : "", names);
 }
 
+/* One line: the earlier reports a --report-to run removed, the first few. */
+static void say_superseded(const struct batch *b, const struct entries *gone)
+{
+	char names[3 * COWRUN_NAME_MAX + 16] = "";
+	size_t used = 0, n = 0;
+	const char *dir = batch_outdir_label(b);
+
+	for (size_t i = 0; i < gone->n; i++) {
+		if (!gone->e[i].gone)
+			continue;
+		if (n++ < NAMES_SHOWN)
+			used += (size_t)snprintf(names + used, sizeof names - used, "%s%s",
+						 used ? ", " : "", gone->e[i].name);
+		else if (n == NAMES_SHOWN + 1 && used < sizeof names - 6)
+			used += (size_t)snprintf(names + used, sizeof names - used, ", ...");
+	}
+	if (n > 0)
+		warnx_("%s: removed %zu earlier report%s from %s%s%s (this run's went to "
+		       "--report-to): %s", b->workload->name, n, n == 1 ? "" : "s",
+		       dir ? "'" : "", dir ? dir : "the output directory", dir ? "'" : "", names);
+}
+
+/*
+ * A --report-to run keeps no report, so an earlier run's report of a task
+ * it delivered, still as an earlier manifest recorded it, is removed: it
+ * is stale, this run's went to the command.  Its manifest then says so
+ * ("routed HASH COUNT": the command's text hashed, how many reports went
+ * to it) and carries the stale reports of other names as "earlier".
+ * Only where an earlier manifest of the owner is: into a directory that
+ * holds none of its reports, a --report-to run writes nothing.
+ */
+static int routed_finish(struct batch *b, const struct selection *sel, const char *identity,
+			 int clean, int stopped, const struct owner *o, int dirfd)
+{
+	struct earlier r = { 0 };
+	struct entries mine = { 0 }, stale = { 0 }, superseded = { 0 };
+	char own[NAME_MAX + 1], **names = NULL, **sent = NULL, routed[64];
+	size_t nnames = 0, nsent = 0;
+	const char *text = command_text(task_report_route()->sink);
+	int rc = -1;
+
+	manifest_name(o->workload, o->script, sel, own, sizeof own);
+	if ((names = batch_names(b, 0, &nnames)) == NULL ||
+	    (sent = batch_names(b, 1, &nsent)) == NULL || read_earlier(dirfd, o, &r) != 0 ||
+	    find_stale(dirfd, &r, names, nnames, 0, &stale) != 0 ||
+	    find_stale(dirfd, &r, sent, nsent, 1, &superseded) != 0) {
+		warnx_("cannot read the manifests in output directory '%s': %s",
+		       batch_outdir_label(b) ? batch_outdir_label(b) : "(the client's)",
+		       strerror(errno ? errno : ENOMEM));
+		goto out;
+	}
+	rc = 0;
+	if (r.n == 0 || nsent == 0)
+		goto out;
+	remove_stale(dirfd, &superseded);
+	if (clean && !stopped)
+		remove_stale(dirfd, &stale);
+	snprintf(routed, sizeof routed, "routed %016" PRIx64 " %zu\n",
+		 cowrun_hash64(text, strlen(text), 0), nsent);
+	if (write_manifest(b, o, dirfd, own, identity, &mine, &stale, routed) != 0) {
+		rc = -1;
+		goto out;
+	}
+	remove_replaced_legacy(dirfd, &r, o->workload, sel);
+	say_superseded(b, &superseded);
+	if (!stopped) {
+		if (clean)
+			remove_spent_manifests(dirfd, &r, own, &mine);
+		say_stale(b, &stale, clean);
+	}
+out:
+	names_free(names, nnames);
+	names_free(sent, nsent);
+	entries_free(&stale);
+	entries_free(&superseded);
+	earlier_free(&r);
+	return rc;
+}
+
 int manifest_finish(struct batch *b, const struct selection *sel, const char *identity,
 		    int clean, int stopped)
 {
 	struct earlier r = { 0 };
 	struct entries mine = { 0 }, stale = { 0 };
 	char own[NAME_MAX + 1], **names = NULL;
+	size_t nnames = 0;
 	int dirfd = batch_outdir_fd(b), rc = -1;
 	const struct owner o = { b->workload->name, inputs_script() };
 
-	/* --report-to keeps no report: nothing to list, nothing gone stale. */
-	if (!(b->workload->flags & COWRUN_WRITES_REPORTS) || dirfd < 0 || task_report_route()->sink)
+	if (!(b->workload->flags & COWRUN_WRITES_REPORTS) || dirfd < 0)
 		return 0;
+	if (task_report_route()->sink)
+		return routed_finish(b, sel, identity, clean, stopped, &o, dirfd);
 	manifest_name(o.workload, o.script, sel, own, sizeof own);
-	if ((names = batch_names(b)) == NULL || read_earlier(dirfd, &o, &r) != 0 ||
-	    find_stale(dirfd, &r, names, b->ntasks, &stale) != 0 ||
+	if ((names = batch_names(b, 0, &nnames)) == NULL || read_earlier(dirfd, &o, &r) != 0 ||
+	    find_stale(dirfd, &r, names, nnames, 0, &stale) != 0 ||
 	    this_runs_reports(b, dirfd, &mine) != 0) {
 		warnx_("cannot read the manifests in output directory '%s': %s",
 		       batch_outdir_label(b) ? batch_outdir_label(b) : "(the client's)",
@@ -623,7 +729,7 @@ int manifest_finish(struct batch *b, const struct selection *sel, const char *id
 	if (clean && !stopped)
 		remove_stale(dirfd, &stale);
 	if (count_present(&mine) > 0) {
-		if (write_manifest(b, &o, dirfd, own, identity, &mine, &stale) != 0)
+		if (write_manifest(b, &o, dirfd, own, identity, &mine, &stale, NULL) != 0)
 			goto out;
 		remove_replaced_legacy(dirfd, &r, o.workload, sel);
 	}
@@ -634,9 +740,7 @@ int manifest_finish(struct batch *b, const struct selection *sel, const char *id
 	}
 	rc = 0;
 out:
-	for (size_t k = 0; names && k < b->ntasks; k++)
-		free(names[k]);
-	free(names);
+	names_free(names, nnames);
 	entries_free(&mine);
 	entries_free(&stale);
 	earlier_free(&r);

@@ -68,3 +68,57 @@ refused_before_setup() {
 	stop_server
 	[ "$status" -eq 0 ]
 }
+
+# The sink of the routed tests: each report into $D/spool/NUMBER.
+sink() { printf "sh -c 'cat > %s/spool/{#}'" "$D"; }
+
+@test "a successful --report-to run removes the earlier run's same-named reports, and its manifest says routed" {
+	mkdir "$D/spool"
+	# Four tasks first: task-000003 is then no task's of the batch, stale.
+	run -0 --separate-stderr cowrun -o "$D/out" selftest --tasks 4 --report-bytes 100
+	echo changed >> "$D/out/task-000001"       # not as the manifest recorded it: kept
+	echo other > "$D/out/task-000009"          # named by no manifest: kept
+	echo other > "$D/out/notes.txt"
+	run --separate-stderr cowrun -j 2 -o "$D/out" --report-to "$(sink)" $SELF
+	[ "$status" -eq 0 ] || { echo "$stderr" >&2; return 1; }
+	assert_no_leftovers
+	[ "$(ls "$D/spool" | wc -l)" -eq 3 ]
+	[ ! -e "$D/out/task-000000" ] && [ ! -e "$D/out/task-000002" ]
+	[ -e "$D/out/task-000001" ] && [ -e "$D/out/task-000009" ] && [ -e "$D/out/notes.txt" ]
+	[ "$(printf '%s\n' "$stderr" | head -1)" = "cowrun: selftest: removed 2 earlier reports from '$D/out' (this run's went to --report-to): task-000000, task-000002" ]
+	[[ "$(printf '%s\n' "$stderr" | sed -n 2p)" == "cowrun: selftest: 1 stale report in '$D/out' "*": task-000003; --clean removes them" ]]
+	[ "$(printf '%s\n' "$stderr" | wc -l)" -eq 2 ]
+	[ -e "$D/out/task-000003" ]
+	m="$D/out/.cowrun-manifest.selftest"
+	grep -Eq '^routed [0-9a-f]{16} 3$' "$m"
+	! grep -q '^report ' "$m"
+	grep -q '^earlier .* task-000003$' "$m"
+	[ "$(tail -1 "$m")" = "end 1" ]
+	assert_no_temporary "$D/out"
+}
+
+@test "into a directory with no manifest of its own, a --report-to run writes nothing" {
+	mkdir "$D/spool" "$D/out"
+	run -0 --separate-stderr cowrun -o "$D/out" --report-to "$(sink)" $SELF
+	[ -z "$(ls -A "$D/out")" ]
+}
+
+@test "--clean and --resume after a --report-to run: nothing called missing or stale, nothing sent twice" {
+	mkdir "$D/spool"
+	run -0 --separate-stderr cowrun -o "$D/out" $SELF
+	run -0 --separate-stderr cowrun -o "$D/out" --joblog "$D/log" --report-to "$(sink)" $SELF
+	rm "$D/spool"/*
+	run --separate-stderr cowrun -o "$D/out" --joblog "$D/log" --resume --report-to "$(sink)" $SELF
+	[ "$status" -eq 0 ] || { echo "$stderr" >&2; return 1; }
+	assert_no_leftovers
+	[ -z "$stderr" ] || { echo "resume said: $stderr" >&2; return 1; }
+	[ -z "$(ls -A "$D/spool")" ]
+	grep -Eq '^routed [0-9a-f]{16} 3$' "$D/out/.cowrun-manifest.selftest"
+	run --separate-stderr cowrun -o "$D/out" --clean --report-to "$(sink)" $SELF
+	[ "$status" -eq 0 ] && [ -z "$stderr" ] || { echo "$status: $stderr" >&2; return 1; }
+	# A plain run after it writes its reports and a manifest naming them.
+	run --separate-stderr cowrun -o "$D/out" --clean $SELF
+	[ "$status" -eq 0 ] && [ -z "$stderr" ] || { echo "$status: $stderr" >&2; return 1; }
+	[ "$(grep -c '^report ' "$D/out/.cowrun-manifest.selftest")" -eq 3 ]
+	! grep -q '^routed ' "$D/out/.cowrun-manifest.selftest"
+}
