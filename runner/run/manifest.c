@@ -689,9 +689,10 @@ static int routed_finish(struct batch *b, const struct selection *sel, const cha
 	}
 	remove_replaced_legacy(dirfd, &r, o->workload, sel);
 	say_superseded(b, &superseded);
-	if (!stopped) {
-		if (clean)
-			remove_spent_manifests(dirfd, &r, own, &mine);
+	/* The stale ones are carried and said only when --clean removes
+	 * them: this run wrote nothing here to set them beside. */
+	if (!stopped && clean) {
+		remove_spent_manifests(dirfd, &r, own, &mine);
 		say_stale(b, &stale, clean);
 	}
 out:
