@@ -586,6 +586,49 @@ static void test_concurrent_threads(void **state)
 	command_free(c);
 }
 
+/* command_program(): the word to look up on PATH before the setup, or
+ * none where the shell decides (a builtin, a keyword, a variable...). */
+static void test_program(void **state)
+{
+	static const struct { const char *text, *program; } cases[] = {
+		{ "lpx -d x", "lpx" },
+		{ "  gzip", "gzip" },
+		{ "/usr/bin/lp -t {}", "/usr/bin/lp" },
+		{ "lp{%} -d x", NULL },         /* glued to a replacement string */
+		{ "{} x", NULL },
+		{ "lpx -d x | cat", "lpx" },
+		{ "\n  lpx < {} | cat", "lpx" },
+		{ "lpx;cat", "lpx" },
+		{ "lp{#} | cat", NULL },
+		{ "{ head -c 9; exit 3; } | lp", NULL },
+		{ "exec lp > x", NULL },
+		{ "cd /tmp && lp", NULL },
+		{ "if true; then lp; fi", NULL },
+		{ "echo x | lp", NULL },
+		{ "$LP -d x | cat", NULL },
+		{ "LP=x lp | cat", NULL },
+		{ "'lp' -d x | cat", NULL },
+		{ "\"lp\" x > y", NULL },
+		{ "l\\p x > y", NULL },
+		{ "f() { cat; }; f", NULL },
+		{ "(lp) | cat", NULL },
+	};
+	char why[256], prog[64];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		struct command *c = command_parse(OPTION, cases[i].text, why, sizeof why);
+		assert_non_null(c);
+		int got = command_program(c, prog, sizeof prog);
+		if (cases[i].program == NULL && got != 0)
+			fail_msg("'%s': gave '%s', expected none", cases[i].text, prog);
+		if (cases[i].program != NULL && (got != 1 || strcmp(prog, cases[i].program) != 0))
+			fail_msg("'%s': gave %s, expected '%s'", cases[i].text,
+				 got ? prog : "none", cases[i].program);
+		command_free(c);
+	}
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int main(void)
@@ -594,6 +637,7 @@ int main(void)
 		T(test_parse_empty),
 		T(test_detect_direct),
 		T(test_detect_shell),
+		T(test_program),
 		T(test_parse_backquotes_refused),
 		T(test_parse_too_deep),
 		T(test_direct_value_is_one_argument),
