@@ -116,6 +116,9 @@ static void show_files(const struct run_config *cfg, const void *plan, const siz
 		snprintf(path, sizeof path, "%s/%s", cfg->outdir, name);
 		if (!cfg->report_to)
 			file_line(path, "(the run's manifest)", 0);
+		else if (access(path, F_OK) == 0)   /* manifest.c's routed_finish() */
+			file_line(path, "(the run's manifest, routed: the earlier reports it names "
+				  "of the tasks sent are removed)", 0);
 	} else if (w->flags & COWRUN_WRITES_REPORTS) {
 		printf("  %-8s %s/...  (reports named after the setup)\n",
 		       access(cfg->outdir, F_OK) == 0 ? "use" : "create", cfg->outdir);

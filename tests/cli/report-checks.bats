@@ -79,6 +79,9 @@ sink() { printf "sh -c 'cat > %s/spool/{#}'" "$D"; }
 	echo changed >> "$D/out/task-000001"       # not as the manifest recorded it: kept
 	echo other > "$D/out/task-000009"          # named by no manifest: kept
 	echo other > "$D/out/notes.txt"
+	run -0 --separate-stderr cowrun --dry-run -o "$D/out" --report-to "$(sink)" $SELF
+	[[ "$output" == *"replace  $D/out/.cowrun-manifest.selftest  (the run's manifest, routed: the earlier reports it names of the tasks sent are removed)"* ]] || { echo "$output" >&2; return 1; }
+	[ -e "$D/out/task-000000" ]
 	run --separate-stderr cowrun -j 2 -o "$D/out" --report-to "$(sink)" $SELF
 	[ "$status" -eq 0 ] || { echo "$stderr" >&2; return 1; }
 	assert_no_leftovers
