@@ -46,8 +46,10 @@ LDLIBS = -lm
 #   build: the compiler and C library headers; pkg-config for the template
 #     workload (workloads/template) to find the installed cowrun.h;
 #     xxHash's header (XXH3_64bits, compiled in: no library to load) for
-#     the checksum of every frame of saved results, journals and pipes
-DEB_BUILD = gcc libc6-dev make pkg-config libxxhash-dev
+#     the checksum of every frame of saved results, journals and pipes;
+#     libcups's headers and cups-config for tools/cowrun-lp.c (skipped
+#     in one line where cups-config is missing)
+DEB_BUILD = gcc libc6-dev make pkg-config libxxhash-dev libcups2-dev
 #   the bundled workloads: each one's packages (NAME_PACKAGES, below)
 DEB_BUNDLED = $(foreach w,$(BUNDLED_WORKLOADS),$($(w)_PACKAGES))
 #   tests: cmocka (unit), bats (CLI), a loopback sshd and ssh (cowrun-cluster),
@@ -58,10 +60,13 @@ DEB_BUNDLED = $(foreach w,$(BUNDLED_WORKLOADS),$($(w)_PACKAGES))
 #     (the example units verified); the metrics file read back by a real
 #     Prometheus text-format parser (python3-prometheus-client, for Debian's
 #     python3); numexpr, a Recommends of pandas that starts threads, alive
-#     when a python workload forks (tests/cli/python.bats)
+#     when a python workload forks (tests/cli/python.bats); a cupsd of the
+#     test's own and lpadmin/lpstat (tests/helpers/cupsd-loopback, for
+#     cowrun-lp: on a systemd host installing cups-daemon also starts the
+#     system's cupsd, which the tests never use)
 DEB_TEST = libcmocka-dev bats openssh-server openssh-client strace \
 	slurmctld slurmd slurm-client munge systemd python3-prometheus-client \
-	python3-numexpr
+	python3-numexpr cups-daemon cups-client
 #   the GNU Parallel modes (compare, cowrun-cluster); plots (gnuplot, and
 #   the DejaVu font they name); benchmarks (hyperfine; GNU time for peak
 #   RSS; python3, its standard library only, for compare/advice's fit;
