@@ -94,7 +94,8 @@ static void say(const char *fmt, ...)
 
 static void help(void)
 {
-	printf("%s\n"
+	printf("Usage: %s\n"
+	       "\n"
 	       "Print FILE (or standard input) on DEST through cupsd and wait until it is\n"
 	       "printed: the job's state is asked for (Get-Job-Attributes) until CUPS says\n"
 	       "`completed`.  `lp` only says the job was spooled.\n"
@@ -102,13 +103,13 @@ static void help(void)
 	       "The server is the one libcups is configured for (CUPS_SERVER, client.conf);\n"
 	       "a destination whose URI names another server is refused.\n"
 	       "\n"
-	       "  -d, --destination DEST  the queue (default: the default destination)\n"
-	       "  -t, --title TITLE       the job's title (default: FILE's name, or (stdin))\n"
-	       "  -o, --option NAME=VALUE a job option, as lp takes it (repeatable)\n"
-	       "      --wait-limit SECS   fail (and cancel the job) when it is not completed\n"
-	       "                          within SECS seconds, held or queued (default 600)\n"
-	       "      --help              this help\n"
-	       "      --version           the version\n"
+	       "  -d, --destination DEST   the queue (default: the default destination)\n"
+	       "  -t, --title TITLE        the job's title (default: FILE's name, or (stdin))\n"
+	       "  -o, --option NAME=VALUE  a job option, as lp takes it (repeatable)\n"
+	       "      --wait-limit SECS    fail (and cancel the job) when it is not completed\n"
+	       "                           within SECS seconds, held or queued (default 600)\n"
+	       "      --help               this help\n"
+	       "      --version            the version\n"
 	       "\n"
 	       "On success it prints \"DEST-ID completed\" on stdout.  A stopped or rejecting\n"
 	       "queue, an aborted or canceled job, or the wait limit fail in one line,\n"
@@ -117,7 +118,7 @@ static void help(void)
 	       "its job first: cupsd never prints it later.\n"
 	       "\n"
 	       "Exit status: 0 printed (completed); 1 not printed (the reason on stderr);\n"
-	       "2 bad options.\n", usage_line);
+	       "2 bad options.\n", usage_line + strlen("usage: "));
 }
 
 /* SECS: a number above 0 and at most a week. */

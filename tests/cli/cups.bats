@@ -171,7 +171,19 @@ creates() {
 	[[ "$stderr" == *"task 0 (task-000000) failed: 'cowrun-lp' exited with status 1: cowrun-lp: room1: cannot reach cupsd at $sock"* ]]
 }
 
-@test "cups: a destination URI or a queue of another server is refused" {
+@test "cups: a destination URI, a missing queue and bad options are refused in one line" {
+	run --separate-stderr "$LP" --wait-limit 0 <<<"x"
+	[ "$status" -eq 2 ]
+	assert_one_line_error "cowrun-lp: --wait-limit: bad value '0' *"
+	run --separate-stderr "$LP" -o landscape <<<"x"
+	[ "$status" -eq 2 ]
+	assert_one_line_error "cowrun-lp: -o: bad option 'landscape' (NAME=VALUE); usage: *"
+	run "$LP" --version
+	[ "$status" -eq 0 ]
+	[[ "$output" =~ ^cowrun-lp\ [0-9]+\.[0-9]+\.[0-9]+$ ]]
+	run "$LP" --help
+	[ "$status" -eq 0 ]
+	[[ "$output" == *--wait-limit* ]]
 	run --separate-stderr "$LP" -d ipp://elsewhere.example/printers/room1 <<<"x"
 	[ "$status" -eq 2 ]
 	assert_one_line_error "cowrun-lp: -d: 'ipp://elsewhere.example/printers/room1' is a URI: *"
