@@ -372,6 +372,45 @@ static int job_state(struct job *job, ipp_jstate_t *state, char *reason)
 	return 0;
 }
 
+/* Whether the queue is stopped now (1, its reasons and message into
+ * reason), 0 if not, -1 with reason saying why it cannot be told.  CUPS
+ * 2.4 gives a pending job on a stopped queue no reason of its own. */
+static int queue_stopped(struct job *job, char *reason)
+{
+	static const char *const wanted[] = {
+		"printer-state", "printer-state-reasons", "printer-state-message",
+	};
+	ipp_t *req = ippNewRequest(IPP_OP_GET_PRINTER_ATTRIBUTES), *resp;
+	const char *uri = cupsGetOption("printer-uri-supported", job->dest->num_options,
+					job->dest->options);
+	ipp_attribute_t *a;
+	size_t len;
+	int stopped;
+
+	ippAddString(req, IPP_TAG_OPERATION, IPP_TAG_URI, "printer-uri", NULL, uri);
+	ippAddStrings(req, IPP_TAG_OPERATION, IPP_TAG_KEYWORD, "requested-attributes",
+		      3, NULL, wanted);
+	resp = cupsDoRequest(job->http, req, "/");
+	if (!resp || cupsLastError() > IPP_STATUS_OK_CONFLICTING) {
+		snprintf(reason, REASON_MAX, "cannot ask for the queue's state: %s",
+			 cupsLastErrorString());
+		ippDelete(resp);
+		return -1;
+	}
+	a = ippFindAttribute(resp, "printer-state", IPP_TAG_ENUM);
+	stopped = a && ippGetInteger(a, 0) == IPP_PSTATE_STOPPED;
+	len = (size_t)snprintf(reason, REASON_MAX, "printer-state-reasons");
+	a = ippFindAttribute(resp, "printer-state-reasons", IPP_TAG_KEYWORD);
+	for (int i = 0; a && i < ippGetCount(a) && len < REASON_MAX; i++)
+		len += (size_t)snprintf(reason + len, REASON_MAX - len, "%s%s", i ? "," : " ",
+					ippGetString(a, i, NULL));
+	a = ippFindAttribute(resp, "printer-state-message", IPP_TAG_TEXT);
+	if (a && len < REASON_MAX)
+		snprintf(reason + len, REASON_MAX - len, "; \"%s\"", ippGetString(a, 0, NULL));
+	ippDelete(resp);
+	return stopped;
+}
+
 static double since(const struct timespec *t0)
 {
 	struct timespec now;
@@ -390,7 +429,7 @@ static int wait_completed(struct job *job, double limit)
 		[IPP_JSTATE_CANCELED] = "canceled", [IPP_JSTATE_ABORTED] = "aborted",
 		[IPP_JSTATE_COMPLETED] = "completed",
 	};
-	char reason[REASON_MAX], line[REASON_MAX + 128];
+	char reason[REASON_MAX], queue[REASON_MAX], line[2 * REASON_MAX + 128];
 	struct timespec t0, pause = { 0, POLL_FIRST_NS };
 	ipp_jstate_t state;
 
@@ -409,8 +448,18 @@ static int wait_completed(struct job *job, double limit)
 			return -1;
 		}
 		/* A stopped queue holds its pending jobs: waiting is pointless. */
-		if (state == IPP_JSTATE_STOPPED || strstr(reason, "printer-stopped")) {
-			snprintf(line, sizeof line, "the queue is stopped: %s (%s)", names[state], reason);
+		int stopped = state == IPP_JSTATE_STOPPED || strstr(reason, "printer-stopped");
+		if (stopped)
+			snprintf(queue, sizeof queue, "printer-stopped");
+		else if (state == IPP_JSTATE_PENDING)
+			stopped = queue_stopped(job, queue);
+		if (stopped < 0) {
+			give_up(job, queue);
+			return -1;
+		}
+		if (stopped) {
+			snprintf(line, sizeof line, "the queue is stopped: %s (%s; %s)",
+				 names[state], reason, queue);
 			give_up(job, line);
 			return -1;
 		}

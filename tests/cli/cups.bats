@@ -133,6 +133,48 @@ creates() {
 	[ -z "$(jobs_titled term1)" ]
 }
 
+@test "cups: a queue stopped while its job waits fails at once and cancels the job" {
+	local pid rc=0 id
+	"$LP" -d room1 -t paused1 -o job-hold-until=indefinite --wait-limit 60 <<<"report" \
+		2>"$BATS_TEST_TMPDIR/err" &
+	pid=$!
+	wait_for 10 "the held job" eval "lpstat -o room1 | grep -q ."
+	id=$(lpstat -o room1 | awk '{ print $1 }')
+	cupsdisable room1
+	lp -i "$id" -H resume
+	SECONDS=0
+	wait "$pid" || rc=$?
+	cupsenable room1
+	cat "$BATS_TEST_TMPDIR/err"
+	[ "$rc" -eq 1 ]
+	[ "$SECONDS" -le 4 ]
+	[ "$(grep -c . "$BATS_TEST_TMPDIR/err")" -eq 1 ]
+	grep -Eq "^cowrun-lp: $id: the queue is stopped: pending \(.*printer-state-reasons paused.*\); job cancelled\$" \
+		"$BATS_TEST_TMPDIR/err"
+	grep -q "\[Job ${id##*-}\] Canceled by \"root\"" "$CUPS_RUN/log/error_log"
+	[ -z "$(lpstat -o room1)" ]
+	[ -z "$(jobs_titled paused1)" ]
+}
+
+# The reason for cowrun-lp, and a negative control of the backend: lp
+# exits 0 for a job that is then aborted, and for one a disabled queue holds.
+@test "cups: lp says 0 for a job the backend aborts and for one a disabled queue holds (spooled, not printed)" {
+	echo lpabort1 >"$CUPS_RUN/abort"
+	run lp -d room2 -t lpabort1 <<<"x"
+	[ "$status" -eq 0 ]
+	wait_for 10 "the job to end" eval "[ -z \"\$(lpstat -o room2)\" ]"
+	: >"$CUPS_RUN/abort"
+	[ -z "$(jobs_titled lpabort1)" ]
+	grep -q 'told to fail the job titled lpabort1' "$CUPS_RUN/log/error_log"
+	cupsdisable room2
+	run lp -d room2 -t lpheld1 <<<"x"
+	[ "$status" -eq 0 ]
+	[ -n "$(lpstat -o room2)" ]
+	cancel -a room2
+	cupsenable room2
+	[ -z "$(jobs_titled lpheld1)" ]
+}
+
 @test "cups: a completed job says QUEUE-ID completed on stdout; a file argument is printed" {
 	printf 'from a file\n' >"$BATS_TEST_TMPDIR/r.txt"
 	run --separate-stderr "$LP" -d room3 -t file1 "$BATS_TEST_TMPDIR/r.txt"
