@@ -46,8 +46,10 @@ LDLIBS = -lm
 #   build: the compiler and C library headers; pkg-config for the template
 #     workload (workloads/template) to find the installed cowrun.h;
 #     xxHash's header (XXH3_64bits, compiled in: no library to load) for
-#     the checksum of every frame of saved results, journals and pipes
-DEB_BUILD = gcc libc6-dev make pkg-config libxxhash-dev
+#     the checksum of every frame of saved results, journals and pipes;
+#     libcups's headers and cups-config for tools/cowrun-lp.c (skipped
+#     in one line where cups-config is missing)
+DEB_BUILD = gcc libc6-dev make pkg-config libxxhash-dev libcups2-dev
 #   the bundled workloads: each one's packages (NAME_PACKAGES, below)
 DEB_BUNDLED = $(foreach w,$(BUNDLED_WORKLOADS),$($(w)_PACKAGES))
 #   tests: cmocka (unit), bats (CLI), a loopback sshd and ssh (cowrun-cluster),
@@ -58,10 +60,13 @@ DEB_BUNDLED = $(foreach w,$(BUNDLED_WORKLOADS),$($(w)_PACKAGES))
 #     (the example units verified); the metrics file read back by a real
 #     Prometheus text-format parser (python3-prometheus-client, for Debian's
 #     python3); numexpr, a Recommends of pandas that starts threads, alive
-#     when a python workload forks (tests/cli/python.bats)
+#     when a python workload forks (tests/cli/python.bats); a cupsd of the
+#     test's own and lpadmin/lpstat (tests/helpers/cupsd-loopback, for
+#     cowrun-lp: on a systemd host installing cups-daemon also starts the
+#     system's cupsd, which the tests never use)
 DEB_TEST = libcmocka-dev bats openssh-server openssh-client strace \
 	slurmctld slurmd slurm-client munge systemd python3-prometheus-client \
-	python3-numexpr
+	python3-numexpr cups-daemon cups-client
 #   the GNU Parallel modes (compare, cowrun-cluster); plots (gnuplot, and
 #   the DejaVu font they name); benchmarks (hyperfine; GNU time for peak
 #   RSS; python3, its standard library only, for compare/advice's fit;
@@ -123,7 +128,7 @@ UNIT_SRC = $(wildcard tests/unit/test_*.c)
 UNIT_BIN = $(UNIT_SRC:tests/unit/%.c=build/tests/%)
 
 .PHONY: all deps test unit demo bench plots clean install uninstall check-deps mutants FORCE
-all: bin/cowrun bin/cowrun-lineprinter bundled build/forkcost build/psswatch
+all: bin/cowrun bin/cowrun-lineprinter cups-lp bundled build/forkcost build/psswatch
 
 # The bundled workloads whose libraries are here, each built by a make of
 # its own; the others skipped, one line each.
@@ -152,6 +157,22 @@ bin/cowrun: build/runner/cli/main.o build/runner/workload/registry.o $(RUNNER_OB
 bin/cowrun-lineprinter: tools/lineprinter.c
 	@mkdir -p $(@D)
 	$(CC) -std=gnu11 $(WARNINGS) $(CFLAGS) -o $@ $<
+
+# cowrun-lp (tools/cowrun-lp.c): a printer command on libcups that waits
+# until its job is completed.  libcups2-dev ships no cups.pc: its flags are
+# cups-config's.  Where cups-config is missing it is skipped in one line.
+CUPS_CONFIG = cups-config
+.PHONY: cups-lp
+cups-lp:
+	@if command -v $(CUPS_CONFIG) >/dev/null; then \
+		$(MAKE) --no-print-directory -q bin/cowrun-lp 2>/dev/null || \
+		$(MAKE) --no-print-directory bin/cowrun-lp; \
+	else echo "make: skipping cowrun-lp: no cups-config (Debian: libcups2-dev); run make deps, then make"; fi
+
+bin/cowrun-lp: tools/cowrun-lp.c
+	@mkdir -p $(@D)
+	$(CC) -std=gnu11 $(WARNINGS) $(CFLAGS) $$($(CUPS_CONFIG) --cflags) -o $@ $< \
+		$$($(CUPS_CONFIG) --libs) -lm
 
 # Where the installed binary finds the bundled workloads, relative to its
 # own directory, and which names are bundled: compiled in, and recompiled
@@ -315,6 +336,9 @@ plots:
 build/cowrun.1: bin/cowrun
 	@mkdir -p $(@D)
 	help2man --no-info --name="fork-after-setup batch runner" --output=$@ bin/cowrun
+build/cowrun-lp.1: bin/cowrun-lp
+	@mkdir -p $(@D)
+	help2man --no-info --name="print through CUPS and wait until printed" --output=$@ bin/cowrun-lp
 
 install: all build/cowrun.1
 	install -d $(DESTDIR)$(bindir) $(DESTDIR)$(includedir) $(DESTDIR)$(libdir)/pkgconfig \
@@ -331,6 +355,9 @@ install: all build/cowrun.1
 		-e "s|@VERSION@|$$(bin/cowrun --version | cut -d' ' -f2)|" \
 		build-aux/cowrun.pc.in > $(DESTDIR)$(libdir)/pkgconfig/cowrun.pc
 	install -m 644 build/cowrun.1 $(DESTDIR)$(mandir)/man1/cowrun.1
+	if [ -e bin/cowrun-lp ]; then $(MAKE) --no-print-directory build/cowrun-lp.1 && \
+		install -m 755 bin/cowrun-lp $(DESTDIR)$(bindir)/cowrun-lp && \
+		install -m 644 build/cowrun-lp.1 $(DESTDIR)$(mandir)/man1/cowrun-lp.1; fi
 	install -d $(DESTDIR)$(unitdir)
 	for u in $(notdir $(UNITS)); do \
 		if [ -f systemd/$$u.in ]; then sed -e 's|@bindir@|$(bindir)|g' systemd/$$u.in; \
@@ -339,6 +366,7 @@ install: all build/cowrun.1
 
 uninstall:
 	rm -f $(DESTDIR)$(bindir)/cowrun $(DESTDIR)$(bindir)/cowrun-lineprinter \
+		$(DESTDIR)$(bindir)/cowrun-lp $(DESTDIR)$(mandir)/man1/cowrun-lp.1 \
 		$(DESTDIR)$(bindir)/cowrun-cluster \
 		$(DESTDIR)$(bindir)/cowrun-cluster-slurm \
 		$(DESTDIR)$(includedir)/cowrun.h $(DESTDIR)$(libdir)/pkgconfig/cowrun.pc \

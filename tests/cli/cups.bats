@@ -1,0 +1,235 @@
+#!/usr/bin/env bats
+# cowrun-lp (tools/cowrun-lp.c) against a real cupsd: tests/helpers/cupsd-loopback
+# starts a cupsd of this file's own (every path its own, a unix socket in
+# its own directory, no port) with three raw queues room1..room3 on a test
+# backend that keeps each job as a file, and stops it by pid afterwards.
+# Every job is proved to have gone there by that cupsd's own access_log.
+# Nothing is skipped: make deps installs cups-daemon and cups-client, and
+# the tests run as root (cupsd runs its 0700 backend as root only then).
+
+load helpers
+
+# The tests share this file's cupsd (setup_file): one at a time.
+BATS_NO_PARALLELIZE_WITHIN_FILE=true
+
+LOOPBACK="$ROOT/tests/helpers/cupsd-loopback"
+LP="$ROOT/bin/cowrun-lp"
+
+setup_file() {
+	export CUPS_DIR="$BATS_FILE_TMPDIR/cupsd"
+	local out
+	out=$("$LOOPBACK" start "$CUPS_DIR" room1 room2 room3 2>&1) ||
+		{ echo "cupsd-loopback failed: $out" >&2; return 1; }
+	export CUPS_SERVER=${out##*$'\n'}
+	export CUPS_RUN=${CUPS_SERVER%/cupsd.sock}
+}
+
+teardown_file() {
+	"$LOOPBACK" stop "$CUPS_DIR"
+}
+
+setup() {
+	[ -x "$LP" ] || { echo "no $LP: make (with libcups2-dev) builds it" >&2; return 1; }
+	PATH="$ROOT/bin:$PATH"
+}
+
+# jobs_titled PREFIX: the backend's files of the jobs titled PREFIX*, one a
+# line, QUEUE/ID-TITLE.
+jobs_titled() {
+	(cd "$CUPS_RUN/jobs" && find . -type f -name "[0-9]*-$1*" | sed 's|^\./||' | sort)
+}
+
+# creates: how many Create-Job requests this cupsd's access_log holds.
+creates() {
+	grep -c ' Create-Job successful-ok$' "$CUPS_RUN/log/access_log" || true
+}
+
+# The print-room story of docs/reports.md ("Printing through CUPS"), as printed there.
+@test "cups: 12 reports on 3 queues, each printed once and whole, through the test's own cupsd" {
+	local args=(sales --rows 200000 --stores 12) before plain i n
+	run --separate-stderr cowrun -o "$BATS_TEST_TMPDIR/plain" "${args[@]}"
+	[ "$status" -eq 0 ]
+	plain=$output
+	before=$(creates)
+	run --separate-stderr cowrun -j 3 --report-to 'cowrun-lp -d room{%} -t statement-{#}' "${args[@]}"
+	echo "$stderr"
+	[ "$status" -eq 0 ]
+	assert_no_leftovers
+	[ "$output" = "$plain" ]
+	# this cupsd took the 12 jobs (not a system cupsd)
+	[ "$(creates)" -eq $((before + 12)) ]
+	# each title once, on one of the three queues
+	[ "$(jobs_titled statement- | wc -l)" -eq 12 ]
+	for ((i = 1; i <= 12; i++)); do
+		n=$(jobs_titled "statement-$i" | grep -cE "^room[123]/[0-9]+-statement-$i\$")
+		[ "$n" -eq 1 ]
+	done
+	# the 12 jobs are the 12 reports of a plain run, byte for byte
+	diff <(cd "$CUPS_RUN/jobs" && jobs_titled statement- | xargs md5sum | cut -d' ' -f1 | sort) \
+		<(cd "$BATS_TEST_TMPDIR/plain" && md5sum store-*.txt | cut -d' ' -f1 | sort)
+	# no job left waiting: every one completed
+	[ -z "$(lpstat -o)" ]
+}
+
+@test "cups: an aborted job fails its task naming the job and CUPS's reason; --resume-failed reprints only it" {
+	local d=$BATS_TEST_TMPDIR args=(selftest --tasks 4 --report-bytes 500) f
+	run cowrun -o "$d/plain" "${args[@]}"
+	echo abort3 >"$CUPS_RUN/abort"
+	run --separate-stderr cowrun -j 2 --joblog "$d/log" \
+		--report-to "cowrun-lp -d room{%} -t abort{#}" "${args[@]}"
+	: >"$CUPS_RUN/abort"
+	echo "$stderr"
+	[ "$status" -eq 1 ]
+	assert_no_leftovers
+	[[ "$stderr" =~ task\ 2\ \(task-000002\)\ failed:.*cowrun-lp:\ room[123]-[0-9]+:\ aborted\ \(.*told\ to\ fail\ the\ job\ titled\ abort3 ]]
+	[ "$(jobs_titled abort | wc -l)" -eq 3 ]
+	[ -z "$(jobs_titled abort3)" ]
+	run --separate-stderr cowrun -j 2 --joblog "$d/log" --resume-failed \
+		--report-to "cowrun-lp -d room{%} -t abort{#}" "${args[@]}"
+	echo "$stderr"
+	[ "$status" -eq 0 ]
+	[ "$(jobs_titled abort | wc -l)" -eq 4 ]
+	for t in 1 2 3 4; do [ "$(jobs_titled "abort$t" | wc -l)" -eq 1 ]; done
+	f=$(jobs_titled abort3)
+	cmp "$CUPS_RUN/jobs/$f" "$d/plain/task-000002"
+}
+
+@test "cups: a held job fails after --wait-limit and is cancelled, never printed" {
+	local id
+	SECONDS=0
+	run --separate-stderr "$LP" -d room1 -t held1 -o job-hold-until=indefinite --wait-limit 1 \
+		<<<"held report"
+	[ "$status" -eq 1 ]
+	[ "$output" = "" ]
+	assert_one_line_error "cowrun-lp: room1-*: not completed within 1 s: held (job-state-reasons job-hold-until-specified); job cancelled"
+	[ "$SECONDS" -le 4 ]
+	id=${stderr#cowrun-lp: }
+	id=${id%%:*}
+	# cupsd cancelled it (its own logs), it is no longer pending, and
+	# releasing it prints nothing
+	grep -q "\[Job ${id##*-}\] Canceled by \"root\"" "$CUPS_RUN/log/error_log"
+	! lpstat -o room1 | grep -q "^$id "
+	lpstat -W completed -o room1 | grep -q "^$id "
+	run lp -i "$id" -H resume
+	[ "$status" -ne 0 ]
+	[ -z "$(jobs_titled held1)" ]
+}
+
+@test "cups: SIGTERM while waiting cancels the job" {
+	local pid id
+	"$LP" -d room2 -t term1 -o job-hold-until=indefinite <<<"report" 2>"$BATS_TEST_TMPDIR/err" &
+	pid=$!
+	wait_for 10 "the held job" eval "lpstat -o room2 | grep -q ."
+	kill -TERM "$pid"
+	local rc=0
+	wait "$pid" || rc=$?
+	[ "$rc" -eq 1 ]
+	cat "$BATS_TEST_TMPDIR/err"
+	[ "$(grep -c . "$BATS_TEST_TMPDIR/err")" -eq 1 ]
+	grep -Eq '^cowrun-lp: room2-[0-9]+: Terminated while held .*; job cancelled$' "$BATS_TEST_TMPDIR/err"
+	id=$(sed 's/^cowrun-lp: room2-\([0-9]*\):.*/\1/' "$BATS_TEST_TMPDIR/err")
+	grep -q "\[Job $id\] Canceled by \"root\"" "$CUPS_RUN/log/error_log"
+	[ -z "$(lpstat -o room2)" ]
+	[ -z "$(jobs_titled term1)" ]
+}
+
+@test "cups: a queue stopped while its job waits fails at once and cancels the job" {
+	local pid rc=0 id
+	"$LP" -d room1 -t paused1 -o job-hold-until=indefinite --wait-limit 60 <<<"report" \
+		2>"$BATS_TEST_TMPDIR/err" &
+	pid=$!
+	wait_for 10 "the held job" eval "lpstat -o room1 | grep -q ."
+	id=$(lpstat -o room1 | awk '{ print $1 }')
+	cupsdisable room1
+	lp -i "$id" -H resume
+	SECONDS=0
+	wait "$pid" || rc=$?
+	cupsenable room1
+	cat "$BATS_TEST_TMPDIR/err"
+	[ "$rc" -eq 1 ]
+	[ "$SECONDS" -le 4 ]
+	[ "$(grep -c . "$BATS_TEST_TMPDIR/err")" -eq 1 ]
+	grep -Eq "^cowrun-lp: $id: the queue is stopped: pending \(.*printer-state-reasons paused.*\); job cancelled\$" \
+		"$BATS_TEST_TMPDIR/err"
+	grep -q "\[Job ${id##*-}\] Canceled by \"root\"" "$CUPS_RUN/log/error_log"
+	[ -z "$(lpstat -o room1)" ]
+	[ -z "$(jobs_titled paused1)" ]
+}
+
+# The reason for cowrun-lp, and a negative control of the backend: lp
+# exits 0 for a job that is then aborted, and for one a disabled queue holds.
+@test "cups: lp says 0 for a job the backend aborts and for one a disabled queue holds (spooled, not printed)" {
+	echo lpabort1 >"$CUPS_RUN/abort"
+	run lp -d room2 -t lpabort1 <<<"x"
+	[ "$status" -eq 0 ]
+	wait_for 10 "the job to end" eval "[ -z \"\$(lpstat -o room2)\" ]"
+	: >"$CUPS_RUN/abort"
+	[ -z "$(jobs_titled lpabort1)" ]
+	grep -q 'told to fail the job titled lpabort1' "$CUPS_RUN/log/error_log"
+	cupsdisable room2
+	run lp -d room2 -t lpheld1 <<<"x"
+	[ "$status" -eq 0 ]
+	[ -n "$(lpstat -o room2)" ]
+	cancel -a room2
+	cupsenable room2
+	[ -z "$(jobs_titled lpheld1)" ]
+}
+
+@test "cups: a completed job says QUEUE-ID completed on stdout; a file argument is printed" {
+	printf 'from a file\n' >"$BATS_TEST_TMPDIR/r.txt"
+	run --separate-stderr "$LP" -d room3 -t file1 "$BATS_TEST_TMPDIR/r.txt"
+	[ "$status" -eq 0 ]
+	[[ "$output" =~ ^room3-[0-9]+\ completed$ ]]
+	[ -z "$stderr" ]
+	cmp "$CUPS_RUN/jobs/$(jobs_titled file1)" "$BATS_TEST_TMPDIR/r.txt"
+}
+
+@test "cups: a stopped or rejecting queue fails at once, in one line, and no job is left" {
+	cupsdisable room3
+	run --separate-stderr timeout 5 "$LP" -d room3 -t stopped1 <<<"x"
+	cupsenable room3
+	[ "$status" -eq 1 ]
+	assert_one_line_error "cowrun-lp: room3: the queue is stopped (printer-state-reasons paused; *)"
+	cupsreject room3
+	run --separate-stderr timeout 5 "$LP" -d room3 -t stopped2 <<<"x"
+	cupsaccept room3
+	[ "$status" -eq 1 ]
+	assert_one_line_error "cowrun-lp: room3: the queue is rejecting jobs *"
+	[ -z "$(lpstat -o room3)" ]
+	[ -z "$(jobs_titled stopped)" ]
+}
+
+@test "cups: a stopped cupsd fails the task at once, in one line" {
+	local dir=$BATS_TEST_TMPDIR/other sock
+	sock=$("$LOOPBACK" start "$dir" room1)
+	"$LOOPBACK" stop "$dir"
+	run --separate-stderr env CUPS_SERVER="$sock" timeout 5 "$LP" -d room1 <<<"x"
+	[ "$status" -eq 1 ]
+	assert_one_line_error "cowrun-lp: room1: cannot reach cupsd at $sock: *"
+	run --separate-stderr env CUPS_SERVER="$sock" "$REAPER" "$COWRUN" -j 1 \
+		--report-to 'cowrun-lp -d room{%}' selftest --tasks 2 --report-bytes 10
+	[ "$status" -eq 2 ]
+	assert_no_leftovers
+	[[ "$stderr" == *"task 0 (task-000000) failed: 'cowrun-lp' exited with status 1: cowrun-lp: room1: cannot reach cupsd at $sock"* ]]
+}
+
+@test "cups: a destination URI, a missing queue and bad options are refused in one line" {
+	run --separate-stderr "$LP" --wait-limit 0 <<<"x"
+	[ "$status" -eq 2 ]
+	assert_one_line_error "cowrun-lp: --wait-limit: bad value '0' *"
+	run --separate-stderr "$LP" -o landscape <<<"x"
+	[ "$status" -eq 2 ]
+	assert_one_line_error "cowrun-lp: -o: bad option 'landscape' (NAME=VALUE); usage: *"
+	run "$LP" --version
+	[ "$status" -eq 0 ]
+	[[ "$output" =~ ^cowrun-lp\ [0-9]+\.[0-9]+\.[0-9]+$ ]]
+	run "$LP" --help
+	[ "$status" -eq 0 ]
+	[[ "$output" == *--wait-limit* ]]
+	run --separate-stderr "$LP" -d ipp://elsewhere.example/printers/room1 <<<"x"
+	[ "$status" -eq 2 ]
+	assert_one_line_error "cowrun-lp: -d: 'ipp://elsewhere.example/printers/room1' is a URI: *"
+	run --separate-stderr "$LP" -d nosuch <<<"x"
+	[ "$status" -eq 1 ]
+	assert_one_line_error "cowrun-lp: nosuch: no such queue on $CUPS_SERVER: *"
+}
