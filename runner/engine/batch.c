@@ -95,13 +95,14 @@ int batch_complete(const struct batch *b)
 	return reorder_complete(&b->reorder);
 }
 
-/* A --timeline row for attempt `a`. */
+/* A --timeline row for attempt `a`.  The last column is the slot as {%}
+ * numbers it (1 to -j), so a row can be matched to a command's {%}. */
 static void write_timeline(struct batch *b, const struct attempt *a, const char *name)
 {
-	fprintf(b->timeline, "%zu,%s,%u,%ld,%.6f,%.6f,%s\n", a->task, name, a->worker, a->pid,
+	fprintf(b->timeline, "%zu,%s,%u,%ld,%.6f,%.6f,%s,%u\n", a->task, name, a->worker, a->pid,
 		(double)(int64_t)(a->start_ns - b->started_ns) / 1e9,
 		(double)(int64_t)(a->end_ns - b->started_ns) / 1e9,
-		a->exitval == 0 && a->signal == 0 ? "ok" : "failed");
+		a->exitval == 0 && a->signal == 0 ? "ok" : "failed", a->worker + 1);
 }
 
 /* Every attempt goes to the joblog and the timeline. */

@@ -148,6 +148,11 @@ int run_config_set(struct run_config *cfg, int key, const char *arg)
 			return 0;
 		warnx_("--timeout: bad value '%s': expected seconds, 0.001 or more", arg);
 		return EXIT_USAGE;
+	case 'D':
+		if (parse_double(arg, 0.001, 86400, &cfg->retry_delay_s) == 0)
+			return 0;
+		warnx_("--retry-delay: bad value '%s': expected seconds, 0.001 to 86400", arg);
+		return EXIT_USAGE;
 	case 'k':
 		if (parse_ll(arg, 1, 1000000000, &cfg->tasks_per_worker) == 0)
 			return 0;
@@ -240,6 +245,11 @@ int run_config_check(const struct run_config *cfg)
 	}
 	if (cfg->timeout_s > 0 && cfg->mode != MODE_FORK) {
 		warnx_("--timeout needs --mode fork: only a worker process can be stopped");
+		return EXIT_USAGE;
+	}
+	if (cfg->retry_delay_s > 0 && cfg->mode != MODE_FORK) {
+		warnx_("--retry-delay needs --mode fork: only the fork pool's parent holds a "
+		       "retry while other tasks run");
 		return EXIT_USAGE;
 	}
 	if (cfg->tasks_per_worker > 0 && cfg->mode != MODE_FORK) {
