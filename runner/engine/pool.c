@@ -872,8 +872,8 @@ static int wait_for_output(struct pool *p)
 
 /* When every worker has exited but tasks are unresolved (a claim whose
  * worker died before publishing it, or a full requeue list): requeue them
- * all, but a retry still held for --retry-delay (run_loop waits for it).
- * Returns how many. */
+ * all.  Never while a retry is held for --retry-delay: run_loop waits for
+ * it first.  Returns how many. */
 static size_t sweep_unresolved(struct pool *p)
 {
 	uint64_t next = atomic_load(&p->shared->next_task);
@@ -884,7 +884,7 @@ static size_t sweep_unresolved(struct pool *p)
 	atomic_store(&p->shared->requeue_claimed, 0);
 	for (uint64_t pos = 0; pos < next && pos < batch_count(p->batch); pos++) {
 		size_t k = batch_task(p->batch, (size_t)pos);
-		if (batch_pending(p->batch, k) && p->retry_queued[k] != RETRY_HELD) {
+		if (batch_pending(p->batch, k)) {
 			requeue_task(p, k);
 			found++;
 		}
