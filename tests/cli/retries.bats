@@ -58,9 +58,12 @@ at_least() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a >= b) }'; }
 
 @test "retry slot: one broken queue of three: no retry runs again on the slot that failed it" {
 	local tl=$BATS_TEST_TMPDIR/tl.csv
-	# The printer on slot 3 fails every report, fast.
+	# The printer on slot 3 fails every report at once; the others take
+	# 0.2 s to print, so slot 3's replacement is the idle one when a retry
+	# is queued (a FIFO would hand it the retry it just failed).
 	run --separate-stderr cowrun -j 3 --retries 3 --timeline "$tl" -o "$BATS_TEST_TMPDIR/out" \
-		--report-to 'test {%} != 3 && cat > /dev/null' selftest --tasks 6 --report-bytes 10
+		--report-to 'test {%} != 3 && sleep 0.2 && cat > /dev/null' \
+		selftest --tasks 6 --report-bytes 10
 	[ "$status" -eq 0 ] || { echo "exit $status: $stderr" >&2; cat "$tl" >&2; return 1; }
 	assert_no_leftovers
 	[ "$(awk -F, 'NR > 1 && $7 == "ok"' "$tl" | wc -l)" -eq 6 ]
