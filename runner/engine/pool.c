@@ -103,7 +103,6 @@ static int pool_init(struct pool *p, struct batch *b, size_t workers,
 	p->stats = stats;
 	p->parent_pid = getpid();
 	p->timeout_ns = opt->timeout_ns;
-	p->retry_delay_ns = opt->retry_delay_ns;
 	p->tasks_per_worker = opt->tasks_per_worker;
 	p->catch_frozen_writes = opt->catch_frozen_writes;
 	p->measure_memory = opt->measure_memory;
@@ -322,23 +321,12 @@ static void requeue_task(struct pool *p, uint64_t k)
 	atomic_store_explicit(&p->shared->requeue_count, count + 1, memory_order_release);
 }
 
-/* --retry-delay after `attempts` failed attempts: SECS after the first,
- * doubling with each, at most ten times SECS. */
-static uint64_t retry_delay_ns(const struct pool *p, unsigned attempts)
-{
-	uint64_t delay = p->retry_delay_ns, cap = 10 * p->retry_delay_ns;
-
-	for (unsigned i = 1; i < attempts && delay < cap; i++)
-		delay *= 2;
-	return delay < cap ? delay : cap;
-}
-
 /* Task k's retry: queued now, or with --retry-delay held by this parent
  * until it is due (a printer that fails fast is given time to recover,
  * and no worker waits meanwhile). */
 static void queue_retry(struct pool *p, size_t k)
 {
-	uint64_t delay = retry_delay_ns(p, p->batch->attempts[k]);
+	uint64_t delay = batch_retry_delay_ns(p->batch, k);
 
 	if (delay == 0) {
 		requeue_task(p, k);

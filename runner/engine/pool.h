@@ -15,9 +15,6 @@
 
 struct pool_options {
 	uint64_t timeout_ns;     /* --timeout per task; 0: none */
-	uint64_t retry_delay_ns; /* --retry-delay: a failed attempt's retry is
-				  * held this long, doubling per attempt, at
-				  * most ten times as long; 0: requeued at once */
 	uint64_t tasks_per_worker; /* --tasks-per-worker: a worker that has run
 				    * this many tasks leaves, and a fresh fork of
 				    * the parent takes its place; 0: no limit */

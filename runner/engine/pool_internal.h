@@ -124,7 +124,6 @@ struct pool {
 		uint64_t due_ns;
 	} *held;
 	size_t nheld;
-	uint64_t retry_delay_ns;  /* --retry-delay, 0: none */
 	pid_t parent_pid;
 	size_t deaths_since_progress;
 	uint64_t timeout_ns;      /* --timeout, 0: none */

@@ -247,11 +247,6 @@ int run_config_check(const struct run_config *cfg)
 		warnx_("--timeout needs --mode fork: only a worker process can be stopped");
 		return EXIT_USAGE;
 	}
-	if (cfg->retry_delay_s > 0 && cfg->mode != MODE_FORK) {
-		warnx_("--retry-delay needs --mode fork: only the fork pool's parent holds a "
-		       "retry while other tasks run");
-		return EXIT_USAGE;
-	}
 	if (cfg->tasks_per_worker > 0 && cfg->mode != MODE_FORK) {
 		warnx_("--tasks-per-worker needs --mode fork: only a worker process can be "
 		       "replaced by a fresh fork (serial is the reference run in one process)");

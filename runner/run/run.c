@@ -184,7 +184,6 @@ static int run_tasks(const struct run_config *cfg, struct batch *b, struct sidef
 	/* A worker's Pss costs milliseconds to read: only when it is shown. */
 	struct pool_options opt = {
 		.timeout_ns = (uint64_t)(cfg->timeout_s * 1e9),
-		.retry_delay_ns = (uint64_t)(cfg->retry_delay_s * 1e9),
 		.tasks_per_worker = (uint64_t)cfg->tasks_per_worker,
 		.catch_frozen_writes = !cfg->no_freeze,
 		.measure_memory = cfg->verbose || cfg->stats_path || cfg->metrics_path,
@@ -484,6 +483,7 @@ int run_batch(const struct run_config *cfg, struct batch *b, struct sidefiles *f
 	int rc = EXIT_USAGE;
 
 	b->retries = (unsigned)cfg->retries;
+	b->retry_delay_ns = (uint64_t)(cfg->retry_delay_s * 1e9);
 	b->halt = cfg->halt;
 	/* A served batch's seed is its request's (the setup had the
 	 * server's). */

@@ -78,16 +78,28 @@ at_least() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a >= b) }'; }
 	[ -z "$again" ] || { echo "$again" >&2; cat "$tl" >&2; return 1; }
 }
 
-@test "retry-delay: bad values and other modes refused in one line" {
+@test "retry-delay: serial and omp wait in place before a retry, doubling" {
+	local mode tl
+	for mode in serial omp; do
+		tl=$BATS_TEST_TMPDIR/$mode.csv
+		run --separate-stderr cowrun --mode "$mode" -j 2 --retries 2 --retry-delay 0.05 \
+			--timeline "$tl" selftest --tasks 2 --fail 1
+		[ "$status" -eq 1 ] || { echo "$mode: exit $status: $stderr" >&2; return 1; }
+		assert_no_leftovers
+		mapfile -t g < <(gaps "$tl" 1)
+		[ "${#g[@]}" -eq 2 ]
+		at_least "${g[0]}" 0.05 && at_least "${g[1]}" 0.1 ||
+			{ echo "$mode: retries after ${g[*]} s" >&2; return 1; }
+		# The slot column: 1 in serial mode, the thread + 1 in omp.
+		[ "$(awk -F, 'NR > 1 && $8 != $3 + 1' "$tl" | wc -l)" -eq 0 ]
+	done
+}
+
+@test "retry-delay: bad values refused in one line, by cowrun and by cowrun submit" {
 	local v
 	for v in 0 -1 abc 1e9 ''; do
 		run --separate-stderr cowrun --retry-delay "$v" selftest --tasks 1
 		[ "$status" -eq 255 ]
 		assert_one_line_error "cowrun: --retry-delay: bad value '$v': expected seconds, 0.001 to 86400"
-	done
-	for v in serial omp; do
-		run --separate-stderr cowrun --mode "$v" --retries 1 --retry-delay 1 selftest --tasks 1
-		[ "$status" -eq 255 ]
-		assert_one_line_error "cowrun: --retry-delay needs --mode fork*"
 	done
 }
