@@ -6,7 +6,7 @@
 # failed it while another live slot has not.  The --timeline CSV's last
 # column is that slot.
 
-load helpers
+load serve-helpers
 
 # gaps TIMELINE TASK: for each retry of TASK, the seconds from the end of
 # the attempt before to its start, one a line, in order.
@@ -95,11 +95,24 @@ at_least() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a >= b) }'; }
 	done
 }
 
-@test "retry-delay: bad values refused in one line, by cowrun and by cowrun submit" {
+@test "retry-delay: bad values refused in one line" {
 	local v
 	for v in 0 -1 abc 1e9 ''; do
 		run --separate-stderr cowrun --retry-delay "$v" selftest --tasks 1
 		[ "$status" -eq 255 ]
 		assert_one_line_error "cowrun: --retry-delay: bad value '$v': expected seconds, 0.001 to 86400"
 	done
+}
+
+@test "retry-delay: a served batch takes it (cowrun submit --retry-delay)" {
+	start_server selftest --tasks 2 --fail 1
+	run --separate-stderr submit -j 2 --retries 2 --retry-delay 0.05 --timeline "$D/tl.csv" -o "$D/out"
+	[ "$status" -eq 1 ] || { echo "exit $status: $stderr" >&2; return 1; }
+	mapfile -t g < <(gaps "$D/tl.csv" 1)
+	[ "${#g[@]}" -eq 2 ]
+	at_least "${g[0]}" 0.05 && at_least "${g[1]}" 0.1 || { echo "retries after ${g[*]} s" >&2; return 1; }
+	run --separate-stderr submit --retry-delay 0 -o "$D/out"
+	[ "$status" -eq 255 ]
+	[[ "$stderr" == *"--retry-delay: bad value '0'"* ]]
+	stop_server
 }
