@@ -690,9 +690,10 @@ static int service_worker(struct pool *p, size_t i)
 		s->corrupt = 1;
 		signal_worker(s->pid, SIGKILL);
 	} else if (s->said_goodbye && p->reap_later && wire_reader_pending(&s->reader) == 0 &&
-		   tasks_unclaimed(p) == 0) {
-		/* (With work left, a replacement would be forked beside a
-		 * worker still exiting: then its exit is waited for.) */
+		   tasks_unclaimed(p) == 0 && p->nheld == 0) {
+		/* (With work left, a held retry included, a replacement would
+		 * be forked beside a worker still exiting: then its exit is
+		 * waited for.) */
 		worker_left(p, i);
 	}
 	return 0;
