@@ -1,5 +1,5 @@
 # timeline.gp: which worker ran which task when, from a `cowrun --timeline`
-# CSV (task,name,worker,pid,start_s,end_s,status): one bar per task on its
+# CSV (task,name,worker,pid,start_s,end_s,status[,slot]): one bar per task on its
 # worker's row, so idle gaps and a late straggler are visible; when the
 # phases are known (compare --timeline), the setup and the merge and summary
 # on the parent's row below the workers, and time counts from the run's start.

@@ -67,7 +67,10 @@ static void usage(FILE *out)
 "      --seed N        the run seed each task's seed is derived from, with the\n"
 "                      task's number (default 0): the same draws at every -j,\n"
 "                      in every mode, on a retry, a resume or a shard\n"
-"      --retries N     give a failed task N more attempts, each on a fresh fork\n"
+"      --retries N     give a failed task N more attempts, each on a fresh fork,\n"
+"                      in a slot ({%%}) that has not failed it while one lives\n"
+"      --retry-delay SECS  wait SECS before a task's retry, doubling with each\n"
+"                      attempt, at most 10 x SECS\n"
 "      --halt WHEN     stop early: never (default), now,fail=N, soon,fail=N,\n"
 "                      now,fail=P%%, soon,success=N (now kills running tasks,\n"
 "                      soon lets them finish)\n"
@@ -159,6 +162,7 @@ static int parse_cli(int argc, char **argv, struct run_config *cfg)
 		{ "retries", required_argument, NULL, 'y' },
 		{ "halt", required_argument, NULL, 'H' },
 		{ "timeout", required_argument, NULL, 't' },
+		{ "retry-delay", required_argument, NULL, 'D' },
 		{ "tasks-per-worker", required_argument, NULL, 'k' },
 		{ "memfree", required_argument, NULL, 'K' },
 		{ "bar", optional_argument, NULL, 'B' },

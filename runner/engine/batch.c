@@ -9,7 +9,10 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
+
+#define RETRY_PAUSE_SLICE_NS 50000000u   /* batch_retry_pause() looks at signals this often */
 
 int batch_init(struct batch *b)
 {
@@ -95,13 +98,14 @@ int batch_complete(const struct batch *b)
 	return reorder_complete(&b->reorder);
 }
 
-/* A --timeline row for attempt `a`. */
+/* A --timeline row for attempt `a`.  The last column is the slot as {%}
+ * numbers it (1 to -j), so a row can be matched to a command's {%}. */
 static void write_timeline(struct batch *b, const struct attempt *a, const char *name)
 {
-	fprintf(b->timeline, "%zu,%s,%u,%ld,%.6f,%.6f,%s\n", a->task, name, a->worker, a->pid,
+	fprintf(b->timeline, "%zu,%s,%u,%ld,%.6f,%.6f,%s,%u\n", a->task, name, a->worker, a->pid,
 		(double)(int64_t)(a->start_ns - b->started_ns) / 1e9,
 		(double)(int64_t)(a->end_ns - b->started_ns) / 1e9,
-		a->exitval == 0 && a->signal == 0 ? "ok" : "failed");
+		a->exitval == 0 && a->signal == 0 ? "ok" : "failed", a->worker + 1);
 }
 
 /* Every attempt goes to the joblog and the timeline. */
@@ -162,6 +166,29 @@ int batch_attempt_failed(struct batch *b, const struct attempt *a, const char *w
 	batch_failed(b, a->task, why);
 	after_resolution(b);
 	return 0;
+}
+
+uint64_t batch_retry_delay_ns(const struct batch *b, size_t k)
+{
+	uint64_t delay = b->retry_delay_ns, cap = 10 * b->retry_delay_ns;
+
+	for (unsigned i = 1; i < b->attempts[k] && delay < cap; i++)
+		delay *= 2;
+	return delay < cap ? delay : cap;
+}
+
+int batch_retry_pause(struct batch *b, size_t k)
+{
+	uint64_t due = now_ns() + batch_retry_delay_ns(b, k), now;
+
+	/* In slices, so that Ctrl-C is not kept waiting (signals_count()
+	 * may be read from any thread; batch_stopping() may not). */
+	while (signals_count() == 0 && (now = now_ns()) < due) {
+		uint64_t left = due - now < RETRY_PAUSE_SLICE_NS ? due - now : RETRY_PAUSE_SLICE_NS;
+		struct timespec ts = { 0, (long)left };
+		nanosleep(&ts, NULL);
+	}
+	return signals_count() == 0 ? 0 : -1;
 }
 
 void batch_attempt_requeued(struct batch *b, const struct attempt *a, const char *why)

@@ -58,6 +58,7 @@ struct batch {
 
 	/* Robustness (--retries, --joblog, --halt, --bar). */
 	unsigned retries;        /* extra attempts a failed task gets */
+	uint64_t retry_delay_ns; /* --retry-delay: the wait before a retry; 0: none */
 	unsigned *attempts;      /* per task: attempts made */
 	struct joblog *joblog;   /* set: a line per attempt */
 	struct outcome_sink journal; /* set: every outcome appended */
@@ -129,6 +130,20 @@ int batch_attempt_ok(struct batch *b, const struct attempt *a, const void *recor
  * resolved as failed (batch_failed, journal) and 0 is returned.
  */
 int batch_attempt_failed(struct batch *b, const struct attempt *a, const char *why);
+
+/*
+ * --retry-delay: how long task k's retry waits after its latest failed
+ * attempt: the delay after the first, doubling with each attempt, at most
+ * ten times the delay (0 without --retry-delay).
+ */
+uint64_t batch_retry_delay_ns(const struct batch *b, size_t k);
+
+/*
+ * Serial and omp modes: wait out task k's retry delay in this thread (the
+ * fork pool holds the retry instead and runs other tasks).  Returns 0, or
+ * -1 if a signal arrived meanwhile: the caller runs no retry.
+ */
+int batch_retry_pause(struct batch *b, size_t k);
 
 /* An attempt was cut short through no fault of its task (--memfree): it
  * goes to the joblog and the timeline, `why` to stderr, and spends no

@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 /* Run task k until it succeeds or runs out of attempts (a retry here is on
- * the same thread: threads cannot be forked fresh).  Returns 0, or -1 if
+ * the same thread, after --retry-delay: threads cannot be forked fresh).  Returns 0, or -1 if
  * the runner ran out of memory. */
 static int run_with_retries(struct batch *b, struct cowrun_task *task, size_t k)
 {
@@ -35,7 +35,7 @@ static int run_with_retries(struct batch *b, struct cowrun_task *task, size_t k)
 			else
 				rc = batch_attempt_ok(b, &a, task->record, task->record_len);
 		}
-	} while (retry);
+	} while (retry && batch_retry_pause(b, k) == 0);
 	return rc;
 }
 

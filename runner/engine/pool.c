@@ -114,18 +114,21 @@ static int pool_init(struct pool *p, struct batch *b, size_t workers,
 	p->pollfds = calloc(workers + 2, sizeof *p->pollfds);
 	p->poll_slot = calloc(workers + 1, sizeof *p->poll_slot);
 	p->retry_queued = calloc(b->ntasks + 1, 1);
+	p->held = calloc(b->ntasks + 1, sizeof *p->held);
 	size_t slots_off = sizeof(struct shared_area);
 	size_t requeue_off = slots_off + workers * sizeof(struct shared_slot);
-	p->shared_size = requeue_off + p->requeue_cap * sizeof(uint64_t);
+	size_t failed_off = requeue_off + p->requeue_cap * sizeof(uint64_t);
+	p->shared_size = failed_off + (b->ntasks + 1) * sizeof(uint64_t);
 	p->reap_later = opt->reap_later;
 	if (map_shared_area(p) != 0)
 		return -1;
 	p->shared = p->shared_map;
+	p->shared->failed_off = failed_off;
 	p->shared_slots = (struct shared_slot *)((char *)p->shared_map + slots_off);
-	p->requeue = (uint64_t *)((char *)p->shared_map + requeue_off);
+	p->requeue = (_Atomic uint64_t *)((char *)p->shared_map + requeue_off);
 	/* The signal handler sets it: nothing is claimed after a Ctrl-C. */
 	signals_stop_flag(&p->shared->stop);
-	if (!p->slots || !p->pollfds || !p->poll_slot || !p->retry_queued)
+	if (!p->slots || !p->pollfds || !p->poll_slot || !p->retry_queued || !p->held)
 		return -1;
 	for (size_t i = 0; i < workers; i++)
 		if (wire_reader_init(&p->slots[i].reader, PIPE_BUFFER_BYTES) != 0)
@@ -141,6 +144,7 @@ static void pool_free(struct pool *p)
 	free(p->pollfds);
 	free(p->poll_slot);
 	free(p->retry_queued);
+	free(p->held);
 	signals_stop_flag(NULL);
 	if (p->shared_map)
 		munmap(p->shared_map, p->shared_size);
@@ -154,7 +158,7 @@ static uint64_t tasks_unclaimed(const struct pool *p)
 	uint64_t next = atomic_load(&p->shared->next_task);
 	uint64_t count = batch_count(p->batch);
 	uint64_t requeued = atomic_load(&p->shared->requeue_count) -
-			    atomic_load(&p->shared->requeue_taken);
+			    atomic_load(&p->shared->requeue_claimed);
 
 	return (next < count ? count - next : 0) + requeued;
 }
@@ -214,9 +218,11 @@ static int spawn_worker(struct pool *p, size_t i)
 	atomic_store(&p->shared_slots[i].chunk_start, 0);
 	atomic_store(&p->shared_slots[i].chunk_end, 0);
 	atomic_store(&p->shared_slots[i].claimed, 0);
+	atomic_store(&p->shared_slots[i].live, 1);
 	pid_t pid = start_worker(p, i, fds, &took);
 	if (pid < 0) {
 		int saved = errno;
+		atomic_store(&p->shared_slots[i].live, 0);
 		close(fds[0]);
 		close(fds[1]);
 		errno = saved;
@@ -310,17 +316,64 @@ static void requeue_task(struct pool *p, uint64_t k)
 
 	if (count >= p->requeue_cap)
 		return;
-	p->requeue[count] = k;
-	p->retry_queued[k] = 1;
+	atomic_store_explicit(&p->requeue[count], k, memory_order_relaxed);
+	p->retry_queued[k] = RETRY_QUEUED;
 	atomic_store_explicit(&p->shared->requeue_count, count + 1, memory_order_release);
 }
 
-/* An attempt at task k failed; queue a retry if it has attempts left. */
+/* Task k's retry: queued now, or with --retry-delay held by this parent
+ * until it is due (a printer that fails fast is given time to recover,
+ * and no worker waits meanwhile). */
+static void queue_retry(struct pool *p, size_t k)
+{
+	uint64_t delay = batch_retry_delay_ns(p->batch, k);
+
+	if (delay == 0) {
+		requeue_task(p, k);
+		return;
+	}
+	p->held[p->nheld++] = (struct held_retry){ k, now_ns() + delay };
+	p->retry_queued[k] = RETRY_HELD;
+}
+
+/* Queue the held retries that are due. */
+static void release_due_retries(struct pool *p)
+{
+	uint64_t now = now_ns();
+	size_t kept = 0;
+
+	for (size_t i = 0; i < p->nheld; i++) {
+		if (p->held[i].due_ns <= now)
+			requeue_task(p, p->held[i].task);
+		else
+			p->held[kept++] = p->held[i];
+	}
+	p->nheld = kept;
+}
+
+/* Milliseconds until the next held retry is due (rounded up), or -1 if
+ * none is held. */
+static int ms_until_retry(const struct pool *p)
+{
+	uint64_t now = now_ns(), next = UINT64_MAX;
+
+	for (size_t i = 0; i < p->nheld; i++)
+		if (p->held[i].due_ns < next)
+			next = p->held[i].due_ns;
+	if (next == UINT64_MAX)
+		return -1;
+	return next <= now ? 0 : (int)((next - now + 999999) / 1000000);
+}
+
+/* An attempt at task k failed in slot a->worker; queue a retry if it has
+ * attempts left.  The slot is marked as one that failed the task, so a
+ * worker there leaves the retry to another slot (worker.c). */
 static void attempt_failed(struct pool *p, const struct attempt *a, const char *why)
 {
 	p->retry_queued[a->task] = 0;
+	atomic_fetch_or(&failed_slots(p->shared_map)[a->task], slot_bit(a->worker));
 	if (batch_attempt_failed(p->batch, a, why))
-		requeue_task(p, a->task);
+		queue_retry(p, a->task);
 }
 
 /* The attempt a dead worker was in: its times, and how it ended. */
@@ -417,6 +470,7 @@ static void worker_ended(struct pool *p, size_t i, int status)
 	if (s->memfree_killed)
 		p->memfree_killing = 0;
 	s->state = SLOT_DONE;
+	atomic_store(&sh->live, 0);
 	p->live--;
 }
 
@@ -636,9 +690,10 @@ static int service_worker(struct pool *p, size_t i)
 		s->corrupt = 1;
 		signal_worker(s->pid, SIGKILL);
 	} else if (s->said_goodbye && p->reap_later && wire_reader_pending(&s->reader) == 0 &&
-		   tasks_unclaimed(p) == 0) {
-		/* (With work left, a replacement would be forked beside a
-		 * worker still exiting: then its exit is waited for.) */
+		   tasks_unclaimed(p) == 0 && p->nheld == 0) {
+		/* (With work left, a held retry included, a replacement would
+		 * be forked beside a worker still exiting: then its exit is
+		 * waited for.) */
 		worker_left(p, i);
 	}
 	return 0;
@@ -776,6 +831,9 @@ static int wait_for_output(struct pool *p)
 		timeout = BAR_REFRESH_MS;
 	if (p->memfree && (timeout < 0 || timeout > MEMORY_LOOK_MS))
 		timeout = MEMORY_LOOK_MS;
+	int retry = ms_until_retry(p);
+	if (retry >= 0 && (timeout < 0 || timeout > retry))
+		timeout = retry;
 	for (size_t i = 0; i < p->nworkers; i++) {
 		if (p->slots[i].state != SLOT_BUSY)
 			continue;
@@ -803,7 +861,8 @@ static int wait_for_output(struct pool *p)
 
 /* When every worker has exited but tasks are unresolved (a claim whose
  * worker died before publishing it, or a full requeue list): requeue them
- * all.  Returns how many. */
+ * all.  Never while a retry is held for --retry-delay: run_loop waits for
+ * it first.  Returns how many. */
 static size_t sweep_unresolved(struct pool *p)
 {
 	uint64_t next = atomic_load(&p->shared->next_task);
@@ -811,6 +870,7 @@ static size_t sweep_unresolved(struct pool *p)
 
 	atomic_store(&p->shared->requeue_count, 0);
 	atomic_store(&p->shared->requeue_taken, 0);
+	atomic_store(&p->shared->requeue_claimed, 0);
 	for (uint64_t pos = 0; pos < next && pos < batch_count(p->batch); pos++) {
 		size_t k = batch_task(p->batch, (size_t)pos);
 		if (batch_pending(p->batch, k)) {
@@ -842,11 +902,19 @@ static int run_loop(struct pool *p)
 	struct batch *b = p->batch;
 
 	while (!batch_complete(b)) {
+		release_due_retries(p);
 		if (top_up(p) != 0)
 			return -1;
 		if (p->live == 0) {
 			if (batch_stopping(b))
 				return 0; /* the rest was never started */
+			if (p->nheld > 0) {
+				/* Only retries held for --retry-delay are left:
+				 * sleep until the next is due (or a signal). */
+				if (wait_for_output(p) != 0)
+					return -1;
+				continue;
+			}
 			if (sweep_unresolved(p) == 0) {
 				abandon_pending(p, "not run: no worker claimed it");
 				return 0;

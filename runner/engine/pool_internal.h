@@ -17,6 +17,8 @@
 #include <sys/types.h>
 
 #define NO_TASK UINT64_MAX
+/* A requeue entry a worker has taken: the task index with this bit set. */
+#define REQUEUE_TAKEN (UINT64_C(1) << 63)
 
 /* Worker exit codes for the runner's own failures (a task's failure is a
  * WIRE_FAILED frame, not an exit code). */
@@ -37,6 +39,7 @@ struct shared_slot {
 	_Atomic uint64_t chunk_start;   /* claimed positions whose results */
 	_Atomic uint64_t chunk_end;     /* may still be unsent */
 	_Atomic uint64_t claimed;       /* tasks this worker has claimed since its fork */
+	_Atomic int live;               /* set by the parent: a worker holds the slot */
 	char fault[192];                /* why it exited WORKER_EXIT_FROZEN */
 } __attribute__((aligned(64)));
 
@@ -44,9 +47,15 @@ struct shared_area {
 	/* Next unclaimed position in the batch's task list. */
 	_Atomic uint64_t next_task __attribute__((aligned(64)));
 	/* Tasks to run again (retries, leftovers of dead workers): task
-	 * indices appended by the parent, taken by workers. */
+	 * indices appended by the parent, taken by workers, mostly in order
+	 * (an entry taken out of order gets REQUEUE_TAKEN).  requeue_taken:
+	 * every entry before it is taken; requeue_claimed: entries taken. */
 	_Atomic uint64_t requeue_taken __attribute__((aligned(64)));
 	_Atomic uint64_t requeue_count;
+	_Atomic uint64_t requeue_claimed;
+	/* Where in the map the per-task masks of the slots that failed each
+	 * task lie (set before any fork; a standby finds them here too). */
+	uint64_t failed_off;
 	/* Set by the parent: claim nothing more (--halt, SIGINT). */
 	_Atomic int stop;
 	/* Set by the parent while memory is short (--memfree): claim
@@ -56,7 +65,27 @@ struct shared_area {
 
 #define HOLD_POLL_MS 20
 
+/* Slot i's bit in a task's mask of the slots that failed it.  Slots 64
+ * apart share a bit: a slot may then pass over a retry another slot
+ * failed, never take one its own slot failed while another could. */
+static inline uint64_t slot_bit(size_t slot)
+{
+	return UINT64_C(1) << (slot % 64);
+}
+
+/* The masks, one per task, in the shared map. */
+static inline _Atomic uint64_t *failed_slots(void *shared_map)
+{
+	const struct shared_area *sh = shared_map;
+
+	return (_Atomic uint64_t *)((char *)shared_map + sh->failed_off);
+}
+
 enum slot_state { SLOT_FREE, SLOT_BUSY, SLOT_DONE };
+
+/* A task's retry: queued (or running), or held by the parent until its
+ * --retry-delay has passed. */
+enum { RETRY_QUEUED = 1, RETRY_HELD = 2 };
 
 /* The parent's view of one worker. */
 struct worker_slot {
@@ -87,9 +116,14 @@ struct pool {
 	size_t selected_off;      /* there: a copy of the task list; 0: none */
 	struct shared_area *shared;
 	struct shared_slot *shared_slots;
-	uint64_t *requeue;        /* task indices, in the shared map */
+	_Atomic uint64_t *requeue; /* task indices, in the shared map */
 	size_t requeue_cap;
-	unsigned char *retry_queued; /* per task: a retry is queued or running */
+	unsigned char *retry_queued; /* per task: RETRY_QUEUED, RETRY_HELD or 0 */
+	struct held_retry {       /* retries waiting out --retry-delay */
+		size_t task;
+		uint64_t due_ns;
+	} *held;
+	size_t nheld;
 	pid_t parent_pid;
 	size_t deaths_since_progress;
 	uint64_t timeout_ns;      /* --timeout, 0: none */

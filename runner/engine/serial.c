@@ -30,7 +30,8 @@ int serial_run(struct batch *b)
 			watchdog_leave(0);
 			a.end_ns = now_ns();
 			a.received = a.exitval ? 0 : task.record_len;
-		} while (a.exitval && batch_attempt_failed(b, &a, task.error));
+		} while (a.exitval && batch_attempt_failed(b, &a, task.error) &&
+			 batch_retry_pause(b, a.task) == 0);
 		if (a.exitval == 0)
 			rc = batch_attempt_ok(b, &a, task.record, task.record_len);
 	}

@@ -116,7 +116,7 @@ static int rebuild(const struct brief *br, const int *fds, struct pool *p, struc
 	p->shared_size = br->shared_size;
 	p->shared = map;
 	p->shared_slots = (struct shared_slot *)((char *)map + br->slots_off);
-	p->requeue = (uint64_t *)((char *)map + br->requeue_off);
+	p->requeue = (_Atomic uint64_t *)((char *)map + br->requeue_off);
 	p->parent_pid = getppid();
 	p->send_timing = br->send_timing;
 	p->catch_frozen_writes = br->catch_frozen_writes;

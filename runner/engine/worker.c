@@ -2,7 +2,8 @@
  * worker.c - the code that runs in a forked worker.
  *
  * A worker claims tasks from the shared area: a task someone requeued
- * first, else a chunk of consecutive positions with one atomic add, sized
+ * first (but not a retry its own slot failed while another live slot has
+ * not: a broken printer on one {%} must not take every retry), else a chunk of consecutive positions with one atomic add, sized
  * from how long its last chunk took (one task at a time for slow tasks, up
  * to CHUNK_MAX for trivial ones), so dispatch costs nanoseconds and a slow
  * task never holds others hostage.  It publishes what it claimed and what it
@@ -60,19 +61,59 @@ static void publish_claim(struct shared_slot *me, uint64_t first, uint64_t end)
 	atomic_store_explicit(&me->chunk_end, end, memory_order_relaxed);
 }
 
-/* Take a requeued task if there is one.  Returns 1 with *task, or 0. */
-static int claim_requeued(struct pool *p, uint64_t *task)
+/* Whether slot `slot` leaves task k's retry to another slot: it failed
+ * the task, and a live slot has not.  When every live slot has failed it,
+ * any may take it (nothing starves). */
+static int leaves_to_another(const struct pool *p, size_t slot, uint64_t k)
+{
+	uint64_t failed = atomic_load_explicit(&failed_slots(p->shared_map)[k],
+					       memory_order_relaxed);
+
+	if (!(failed & slot_bit(slot)))
+		return 0;
+	for (size_t i = 0; i < p->nworkers; i++)
+		if (i != slot && !(failed & slot_bit(i)) &&
+		    atomic_load_explicit(&p->shared_slots[i].live, memory_order_relaxed))
+			return 1;
+	return 0;
+}
+
+/* Move requeue_taken past the entries taken out of order. */
+static void advance_taken(struct pool *p, uint64_t count)
+{
+	uint64_t taken = atomic_load(&p->shared->requeue_taken);
+
+	while (taken < count && (atomic_load(&p->requeue[taken]) & REQUEUE_TAKEN))
+		if (atomic_compare_exchange_weak(&p->shared->requeue_taken, &taken, taken + 1))
+			taken++;
+}
+
+/* Take a requeued task this slot may run, the oldest first.  Returns 1
+ * with *task, 0 if none is queued, or -1 if those queued are left to
+ * other slots (leaves_to_another()). */
+static int claim_requeued(struct pool *p, size_t slot, uint64_t *task)
 {
 	struct shared_area *sh = p->shared;
-	uint64_t taken = atomic_load(&sh->requeue_taken);
+	uint64_t count = atomic_load_explicit(&sh->requeue_count, memory_order_acquire);
+	int left = 0;
 
-	while (taken < atomic_load_explicit(&sh->requeue_count, memory_order_acquire)) {
-		if (atomic_compare_exchange_weak(&sh->requeue_taken, &taken, taken + 1)) {
-			*task = p->requeue[taken];
+	for (uint64_t i = atomic_load(&sh->requeue_taken); i < count; i++) {
+		uint64_t k = atomic_load(&p->requeue[i]);
+		if (k & REQUEUE_TAKEN)
+			continue;
+		if (leaves_to_another(p, slot, k)) {
+			left = 1;
+			continue;
+		}
+		/* A failed exchange: another worker took it first. */
+		if (atomic_compare_exchange_strong(&p->requeue[i], &k, k | REQUEUE_TAKEN)) {
+			atomic_fetch_add(&sh->requeue_claimed, 1);
+			advance_taken(p, count);
+			*task = k;
 			return 1;
 		}
 	}
-	return 0;
+	return left ? -1 : 0;
 }
 
 /* --memfree: while the parent holds back new tasks (too little memory
@@ -99,28 +140,52 @@ static uint64_t quota_left(const struct pool *p, const struct shared_slot *me, u
 	return want < left ? want : left;
 }
 
-/* Claim work and publish the claim.  Returns 0 when nothing is left, or
- * when this worker has used its quota (a fresh fork takes its place). */
-static int claim(struct pool *p, struct shared_slot *me, uint64_t want, struct claim *c)
+/* Claim fresh positions.  Returns 1, or 0 if none is left. */
+static int claim_positions(struct pool *p, struct shared_slot *me, uint64_t want,
+			   struct claim *c)
 {
 	uint64_t count = batch_count(p->batch);
+
+	if (atomic_load_explicit(&p->shared->next_task, memory_order_relaxed) >= count)
+		return 0;
+	uint64_t start = atomic_fetch_add(&p->shared->next_task, want);
+	if (start >= count)
+		return 0;
+	c->requeued = 0;
+	c->first = start;
+	c->count = start + want < count ? want : count - start;
+	publish_claim(me, start, start + c->count);
+	return 1;
+}
+
+/* Claim work and publish the claim.  Returns 0 when nothing is left, or
+ * when this worker has used its quota (a fresh fork takes its place).
+ * While only retries this slot failed are queued, and another live slot
+ * has not failed them, it waits for that slot to take them (or to
+ * leave), looking every HOLD_POLL_MS. */
+static int claim(struct pool *p, size_t slot, uint64_t want, struct claim *c)
+{
+	const struct timespec pause = { 0, HOLD_POLL_MS * 1000000L };
+	struct shared_slot *me = &p->shared_slots[slot];
 
 	if ((want = quota_left(p, me, want)) == 0)
 		return 0;
 	wait_while_held(p);
-	if (atomic_load_explicit(&p->shared->stop, memory_order_relaxed))
-		return 0;
-	c->requeued = claim_requeued(p, &c->first);
-	if (c->requeued) {
-		c->count = 1;
-		publish_claim(me, 0, 0);
-	} else {
-		uint64_t start = atomic_fetch_add(&p->shared->next_task, want);
-		if (start >= count)
+	for (;;) {
+		if (atomic_load_explicit(&p->shared->stop, memory_order_relaxed))
 			return 0;
-		c->first = start;
-		c->count = start + want < count ? want : count - start;
-		publish_claim(me, start, start + c->count);
+		int requeued = claim_requeued(p, slot, &c->first);
+		if (requeued == 1) {
+			c->requeued = 1;
+			c->count = 1;
+			publish_claim(me, 0, 0);
+			break;
+		}
+		if (claim_positions(p, me, want, c))
+			break;
+		if (requeued == 0)
+			return 0;
+		nanosleep(&pause, NULL);
 	}
 	/* The parent reads it to know whether this worker can take more
 	 * (pool.c's top_up()). */
@@ -232,7 +297,7 @@ void worker_main(struct pool *p, size_t slot, int fd)
 			_exit(WORKER_EXIT_PIPE);
 		uint64_t count = batch_count(p->batch);
 		uint64_t next = atomic_load_explicit(&p->shared->next_task, memory_order_relaxed);
-		if (!claim(p, me, next_chunk_size(last_size, last_ns,
+		if (!claim(p, slot, next_chunk_size(last_size, last_ns,
 				next < count ? count - next : 0, p->nworkers), &c))
 			break;
 		uint64_t start = now_ns();

@@ -148,6 +148,11 @@ int run_config_set(struct run_config *cfg, int key, const char *arg)
 			return 0;
 		warnx_("--timeout: bad value '%s': expected seconds, 0.001 or more", arg);
 		return EXIT_USAGE;
+	case 'D':
+		if (parse_double(arg, 0.001, 86400, &cfg->retry_delay_s) == 0)
+			return 0;
+		warnx_("--retry-delay: bad value '%s': expected seconds, 0.001 to 86400", arg);
+		return EXIT_USAGE;
 	case 'k':
 		if (parse_ll(arg, 1, 1000000000, &cfg->tasks_per_worker) == 0)
 			return 0;

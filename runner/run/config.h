@@ -49,6 +49,7 @@ struct run_config {
 	long long retries;
 	struct halt_policy halt;
 	double timeout_s;
+	double retry_delay_s;     /* --retry-delay SECS; 0: a retry is queued at once */
 	long long tasks_per_worker; /* --tasks-per-worker N; 0: a worker runs any number */
 	size_t memfree;           /* --memfree bytes; 0: off */
 	int bar;                  /* 0 off, 1 on a terminal, 2 always */
@@ -81,7 +82,7 @@ void run_config_init(struct run_config *cfg);
  * command line's getopt table has it ('j' -j, 'm' --mode, 'o' --outdir,
  * 'T' --tasks, 'S' --shard, 'R' --save-results, 'M' --merge, 'L'
  * --timeline, 'J' --joblog, 'y' --retries, 'H' --halt, 't' --timeout, 'k'
- * --tasks-per-worker, 'B'
+ * --tasks-per-worker, 'D' --retry-delay, 'B'
  * --bar, 'P' --stats, 'X' --metrics, 'K' --memfree, 'W' --workload, 'I'
  * --not-input, 'e' --report-filter, 'd' --report-to, 'x'
  * --report-suffix, 's' --seed), checking the value.  An option

@@ -550,6 +550,7 @@ int run_batch(const struct run_config *cfg, struct batch *b, struct sidefiles *f
 	int rc = EXIT_USAGE;
 
 	b->retries = (unsigned)cfg->retries;
+	b->retry_delay_ns = (uint64_t)(cfg->retry_delay_s * 1e9);
 	b->halt = cfg->halt;
 	/* A served batch's seed is its request's (the setup had the
 	 * server's). */

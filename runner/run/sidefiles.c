@@ -407,7 +407,7 @@ static int timeline_open(struct sidefiles_temp *t, const char *path, int given)
 		warnx_("cannot create '%s': %s", t->temp, strerror(errno));
 		return -1;
 	}
-	fprintf(t->f, "task,name,worker,pid,start_s,end_s,status\n");
+	fprintf(t->f, "task,name,worker,pid,start_s,end_s,status,slot\n");
 	return 0;
 }
 

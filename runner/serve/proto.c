@@ -36,6 +36,7 @@ int proto_field_key(unsigned f)
 		[PF_REPORT_FILTER] = 'e', [PF_REPORT_TO] = 'd', [PF_REPORT_SUFFIX] = 'x',
 		[PF_SEED] = 's',
 		[PF_TASKS_PER_WORKER] = 'k',
+		[PF_RETRY_DELAY] = 'D',
 	};
 
 	return f < PF_COUNT ? keys[f] : 0;

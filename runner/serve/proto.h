@@ -59,6 +59,7 @@ enum proto_field {
 	PF_SEED,          /* --seed (absent: the server's); new fields go
 			   * last: a tag's number is its meaning on the wire */
 	PF_TASKS_PER_WORKER, /* --tasks-per-worker */
+	PF_RETRY_DELAY,      /* --retry-delay */
 	PF_COUNT
 };
 

@@ -47,7 +47,7 @@ static void submit_usage(void)
 "  -j, --jobs N       workers for this batch (the server caps the total)\n"
 "  -o, --outdir DIR   where report files go (default: out; created here)\n"
 "      --tasks LIST   --shard k/M  --retries N  --halt WHEN  --timeout SECS\n"
-"      --tasks-per-worker N  as for cowrun\n"
+"      --tasks-per-worker N  --retry-delay SECS  as for cowrun\n"
 "      --joblog FILE  as for cowrun (+FILE appends); opened here, with\n"
 "                     FILE.res, and passed to the server\n"
 "      --resume, --resume-failed  as for cowrun (with --joblog)\n"
@@ -153,6 +153,7 @@ static int parse_submit(int argc, char **argv, struct submit_args *a)
 		{ "halt", required_argument, NULL, 'H' },
 		{ "timeout", required_argument, NULL, 't' },
 		{ "tasks-per-worker", required_argument, NULL, 'k' },
+		{ "retry-delay", required_argument, NULL, 'D' },
 		{ "joblog", required_argument, NULL, 'J' },
 		{ "save-results", required_argument, NULL, 'R' },
 		{ "timeline", required_argument, NULL, 'L' },

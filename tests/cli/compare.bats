@@ -102,7 +102,7 @@ rows() {
 	grep -Eq '^recommended_jobs: [0-9]+$' "$BATS_TEST_TMPDIR/r-advice.txt"
 	# the timeline: at -j = the cores by default, its phases in "#" lines
 	tl=$BATS_TEST_TMPDIR/r-timeline.csv
-	grep -v '^#' "$tl" | head -n 1 | grep -q '^task,name,worker,pid,start_s,end_s,status$'
+	grep -v '^#' "$tl" | head -n 1 | grep -q '^task,name,worker,pid,start_s,end_s,status,slot$'
 	grep -qx "# jobs: $(nproc)" "$tl"
 	grep -Eq '^# setup_s: [0-9]+\.[0-9]+$' "$tl"
 	grep -Eq '^# merge_s: [0-9]+\.[0-9]+$' "$tl"

@@ -177,7 +177,7 @@ SMALL_SALES="sales --rows 30000 --stores 9 --products 50 --days 60"
 		f="$BATS_TEST_TMPDIR/$mode.csv"
 		run --separate-stderr cowrun --mode "$mode" -j 2 --timeline "$f" selftest --tasks 25 --sleep-ms 2
 		[ "$status" -eq 0 ]
-		[ "$(head -1 "$f")" = "task,name,worker,pid,start_s,end_s,status" ]
+		[ "$(head -1 "$f")" = "task,name,worker,pid,start_s,end_s,status,slot" ]
 		[ "$(tail -n +2 "$f" | wc -l)" -eq 25 ]
 		# Every task once; times non-negative and ordered; status ok.
 		[ "$(tail -n +2 "$f" | cut -d, -f1 | sort -n | uniq | wc -l)" -eq 25 ]

@@ -52,7 +52,7 @@ side_files_settle() {
 	for f in "${old[@]}"; do echo old >"$f"; done
 	run -1 client --tasks 3 --halt now,fail=1 "${sides[@]}"
 	old_files k.res
-	[ "$(head -1 k.csv)" = "task,name,worker,pid,start_s,end_s,status" ]
+	[ "$(head -1 k.csv)" = "task,name,worker,pid,start_s,end_s,status,slot" ]
 	[ "$(head -1 k.st)" != old ]
 	[ "$(temps)" -eq 0 ]
 	for f in "${old[@]}"; do echo old >"$f"; done
@@ -72,7 +72,7 @@ side_files_settle() {
 	rm -f "$D"/x.*.tmp
 	run client --tasks 0-1 "${sides[@]}"
 	[ "$status" -eq 0 ]
-	[ "$(head -1 k.csv)" = "task,name,worker,pid,start_s,end_s,status" ]
+	[ "$(head -1 k.csv)" = "task,name,worker,pid,start_s,end_s,status,slot" ]
 	[ "$(wc -l <k.csv)" -eq 3 ]
 	[ "$(head -c 4 k.res)" != old ]
 	[ "$(head -1 k.st)" != old ]

@@ -9,7 +9,7 @@ load serve-helpers
 MUTATES="$ROOT/tests/fixtures/tasks-per-worker/mutates.py"
 
 # tasks_per_pid TIMELINE: how many tasks each worker pid ran, most first
-# (the --timeline CSV: task,name,worker,pid,start_s,end_s,status).
+# (the --timeline CSV: task,name,worker,pid,start_s,end_s,status,slot).
 tasks_per_pid() {
 	tail -n +2 "$1" | cut -d, -f 4 | sort | uniq -c | sort -rn | awk '{ print $1 }'
 }

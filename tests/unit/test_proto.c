@@ -111,6 +111,10 @@ static void test_field_keys(void **unused)
 	assert_int_equal(proto_field_key(PF_REPORT_TO), 'd');
 	assert_int_equal(proto_field_key(PF_REPORT_SUFFIX), 'x');
 	assert_int_equal(proto_field_key(PF_TASKS_PER_WORKER), 'k');
+	assert_int_equal(proto_field_key(PF_RETRY_DELAY), 'D');
+	/* A tag's number is its meaning on the wire: new fields go last. */
+	assert_int_equal(PF_TASKS_PER_WORKER, 17);
+	assert_int_equal(PF_RETRY_DELAY, 18);
 	assert_int_equal(proto_field_key(PF_RESUME), 0);
 	assert_int_equal(proto_field_key(PF_IN_OUTDIR), 0);
 	assert_int_equal(proto_field_key(PF_COUNT), 0);
