@@ -66,14 +66,14 @@ plain_reports() {
 }
 
 @test "python: a program that is not there: one line naming it per task; a script may catch cowrun.CommandError (an OSError) and go on" {
-	PYC_CMD='no-such-printer-driver {}' run --separate-stderr cowrun -j 2 -o "$OUT" python "$SCRIPT" 3
+	PYC_CMD='no-such-printer-driver {/}' run --separate-stderr cowrun -j 2 -o "$OUT" python "$SCRIPT" 3
 	[ "$status" -eq 3 ]
 	assert_no_leftovers
 	[ "$(grep -c "failed: cannot run 'no-such-printer-driver': No such file or directory$" <<<"$stderr")" -eq 3 ] ||
 		{ echo "$stderr" >&2; return 1; }
 	[[ "$stderr" != *Traceback* ]]
 	plain_reports 3
-	PYC_CMD='no-such-printer-driver {}' PYC_CATCH=1 run --separate-stderr cowrun -j 2 -o "$OUT.caught" python "$SCRIPT" 3
+	PYC_CMD='no-such-printer-driver {/}' PYC_CATCH=1 run --separate-stderr cowrun -j 2 -o "$OUT.caught" python "$SCRIPT" 3
 	[ "$status" -eq 0 ] || { echo "$stderr" >&2; return 1; }
 	diff -r -x '.cowrun-manifest.*' "$BATS_TEST_TMPDIR/plain" "$OUT.caught"
 }
