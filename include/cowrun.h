@@ -288,8 +288,10 @@ FILE *cowrun_report(struct cowrun_task *task);
  * Start command `cmd` for this task and return a stream to its standard
  * input (ABI 4): what a workload uses instead of popen(), with the rules
  * of --report-filter and --report-to.  `cmd` takes their replacement
- * strings ({} the report's file name, {#} the task's number from 1, {%}
- * the worker's slot from 1) and runs directly, or under /bin/sh -c when it
+ * strings ({/} the report's file name, {#} the task's number from 1, {%}
+ * the worker's slot from 1; {} is refused, as no complete report exists
+ * while this command writes it; a '|' pipeline is refused: /bin/sh has no
+ * pipefail) and runs directly, or under /bin/sh -c when it
  * has shell syntax, values shell-quoted.  It is spawned, never forked
  * (its cost does not grow with the setup), with default signals, and dies
  * with the task (--timeout, --halt now).

@@ -780,7 +780,7 @@ const struct cowrun_workload cowrun_workload_printer = {
 		"summary checks the statements against setup's control totals.\n"
 		"--lpm 0 leaves the printer out of the worker: each statement is written at\n"
 		"once, the same bytes, for a real printer behind --report-to, one per worker\n"
-		"slot: --report-to 'cowrun-lineprinter --spool DIR --printer {%} --job {}'.",
+		"slot: --report-to 'cowrun-lineprinter --spool DIR --printer {%} --job {/}'.",
 	.flags = COWRUN_WRITES_REPORTS,
 	.options = printer_options,
 	.defaults = &printer_defaults,

@@ -15,6 +15,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static const char *current_workload = "cowrun";
@@ -200,26 +201,129 @@ void task_report_file_of(const struct cowrun_workload *w, const void *state, siz
 	task_report_file(name, buf, size);
 }
 
+/* ---- {}: the complete report as a file of its own ---- */
+
+static int same_file(const struct stat *a, const struct stat *b)
+{
+	return a->st_dev == b->st_dev && a->st_ino == b->st_ino;
+}
+
+/*
+ * The absolute path of `dir`, a directory in the output directory, in
+ * buf.  The output directory's own path as the kernel knows it (a served
+ * batch has only its descriptor), if it leads to the same directory;
+ * else the path through /proc/PID/fd, which a command this process runs
+ * as its own user can open.  Returns 0, or -1 with errno.
+ */
+static int absolute_path_of(int dirfd, const char *dir, char *buf, size_t size)
+{
+	char link[64], real[PATH_MAX];
+	struct stat want, got;
+
+	if (fstatat(dirfd, dir, &want, AT_SYMLINK_NOFOLLOW) != 0)
+		return -1;
+	snprintf(link, sizeof link, "/proc/self/fd/%d", dirfd);
+	ssize_t n = readlink(link, real, sizeof real - 1);
+	if (n > 0 && real[0] == '/') {
+		real[n] = '\0';
+		int len = snprintf(buf, size, "%s/%s", n == 1 ? "" : real, dir);
+		if (len > 0 && (size_t)len < size && lstat(buf, &got) == 0 && same_file(&want, &got))
+			return 0;
+	}
+	int len = snprintf(buf, size, "/proc/%ld/fd/%d/%s", (long)getpid(), dirfd, dir);
+	if (len > 0 && (size_t)len < size && stat(buf, &got) == 0 && same_file(&want, &got))
+		return 0;
+	errno = ENOENT;
+	return -1;
+}
+
+/* The command has ended: the report back under its temporary name (the
+ * caller goes on with it or removes it), the directory gone with
+ * whatever the command left in it. */
+static void unshow_report(struct cowrun_task *t, const char *dir)
+{
+	char inside[PATH_MAX];
+
+	int len = snprintf(inside, sizeof inside, "%s/%s", dir, t->final_path);
+	if (len > 0 && (size_t)len < sizeof inside)
+		renameat(t->dirfd, inside, t->dirfd, t->temp_path);
+	remove_flat_dir_at(t->dirfd, dir);
+}
+
+/*
+ * Show the report (t->temp_path) under its own name in a private
+ * directory, mode 0700, for a command whose text holds {}: GNU Parallel's
+ * {/} is basename({}), and an older run's same-named report in the
+ * current directory must not be what the command reads.  The directory
+ * has a temporary name (task_private_dir()), so a worker killed while
+ * the command runs leaves nothing the runner does not remove.  Returns
+ * 0 with the file's absolute path in `path`, or -1 with t->error.
+ */
+static int show_report(struct cowrun_task *t, char *dir, char *path, size_t size)
+{
+	char inside[PATH_MAX];
+
+	task_private_dir(dir, PATH_MAX, t->name, (long)getpid());
+	/* A directory of this pid and tag is a dead task's: this task's now. */
+	int made = mkdirat(t->dirfd, dir, 0700);
+	if (made != 0 && errno == EEXIST && remove_flat_dir_at(t->dirfd, dir) == 0)
+		made = mkdirat(t->dirfd, dir, 0700);
+	if (made != 0) {
+		cowrun_task_error(t, "cannot create '%s%s%s': %s", in_dir(t), dir, strerror(errno));
+		return -1;
+	}
+	int len = snprintf(inside, sizeof inside, "%s/%s", dir, t->final_path);
+	if (len < 0 || (size_t)len >= sizeof inside) {
+		cowrun_task_error(t, "cannot show the report in '%s': %s", dir, strerror(ENAMETOOLONG));
+		remove_flat_dir_at(t->dirfd, dir);
+		return -1;
+	}
+	if (renameat(t->dirfd, t->temp_path, t->dirfd, inside) != 0 ||
+	    absolute_path_of(t->dirfd, dir, path, size) != 0) {
+		cowrun_task_error(t, "cannot show the report as '%s%s%s': %s", in_dir(t), inside,
+				  strerror(errno));
+		renameat(t->dirfd, inside, t->dirfd, t->temp_path);
+		remove_flat_dir_at(t->dirfd, dir);
+		return -1;
+	}
+	size_t used = strlen(path);
+	len = snprintf(path + used, size - used, "/%s", t->final_path);
+	if (len < 0 || (size_t)len >= size - used) {
+		cowrun_task_error(t, "cannot show the report in '%s': %s", dir, strerror(ENAMETOOLONG));
+		unshow_report(t, dir);
+		return -1;
+	}
+	return 0;
+}
+
 /* Run `c` on this task's report: standard input `in` read from its
  * start, standard output `out` (-1: the task's own, which is standard
  * error during the task phase).  Returns 0, or -1 with t->error naming
  * the command and why. */
 static int run_report_command(struct cowrun_task *t, const struct command *c, int in, int out)
 {
-	const struct command_values v = { t->final_path, (unsigned long long)t->index + 1, t->slot };
+	char dir[PATH_MAX], path[PATH_MAX];
+	int shown = command_uses_path(c);
+	const struct command_values v = { t->final_path, (unsigned long long)t->index + 1, t->slot,
+					  shown ? path : NULL };
 	struct command_run run;
 	char why[sizeof t->error];
+	int rc = 0;
 
 	if (lseek(in, 0, SEEK_SET) != 0) {
 		cowrun_task_error(t, "cannot read back the report: %s", strerror(errno));
 		return -1;
 	}
+	if (shown && show_report(t, dir, path, sizeof path) != 0)
+		return -1;
 	if (command_start(c, &v, in, out, &run, why, sizeof why) != 0 ||
 	    command_finish(&run, why, sizeof why) != 0) {
 		cowrun_task_error(t, "%s", why);
-		return -1;
+		rc = -1;
 	}
-	return 0;
+	if (shown)
+		unshow_report(t, dir);
+	return rc;
 }
 
 /* fsync and close `fd`, then rename `temp` to the report's final name.
@@ -343,6 +447,12 @@ void task_filtered_path(char *buf, size_t size, const char *name, long pid)
 		 temp_tag);
 }
 
+void task_private_dir(char *buf, size_t size, const char *name, long pid)
+{
+	snprintf(buf, size, ".cowrun-%s%s.%s.%ld.%s.tmp", name, route.suffix, host_tag(), pid,
+		 temp_tag);
+}
+
 void task_remove_report(int dirfd, const char *name, long pid)
 {
 	char temp[PATH_MAX], final[PATH_MAX];
@@ -351,6 +461,8 @@ void task_remove_report(int dirfd, const char *name, long pid)
 	unlinkat(dirfd, temp, 0);
 	task_filtered_path(temp, sizeof temp, name, pid);
 	unlinkat(dirfd, temp, 0);
+	task_private_dir(temp, sizeof temp, name, pid);
+	remove_flat_dir_at(dirfd, temp);
 	/* A report left by an earlier run is not this run's: a failed task
 	 * has no report. */
 	unlinkat(dirfd, final, 0);
@@ -406,6 +518,12 @@ FILE *cowrun_command(struct cowrun_task *task, const char *cmd, int how)
 		cowrun_task_error(task, "%s", why);
 		return NULL;
 	}
+	/* The command writes the report: no complete file exists for {}. */
+	if (command_uses_path(c)) {
+		snprintf(why, sizeof why, "cowrun_command(): {} is the complete report's path, "
+			 "and this command writes the report: use {/}, its name");
+		goto fail;
+	}
 	if (how == COWRUN_TO_REPORT) {
 		FILE *report = cowrun_report(task);
 		if (report == NULL)
@@ -419,7 +537,7 @@ FILE *cowrun_command(struct cowrun_task *task, const char *cmd, int how)
 		task_report_file(task->name, task->final_path, sizeof task->final_path);
 	}
 	const struct command_values v = { task->final_path, (unsigned long long)task->index + 1,
-					  task->slot };
+					  task->slot, NULL };
 	if (pipe2(fds, O_CLOEXEC) != 0) {
 		snprintf(why, sizeof why, "cowrun_command(): pipe: %s", strerror(errno));
 		goto fail;

@@ -92,6 +92,10 @@ void task_report_paths(char *temp, char *final, size_t size, const char *name, l
 /* The temporary name a filter's output gets before its rename:
  * .FILE.filtered.HOST.PID.TAG.tmp. */
 void task_filtered_path(char *buf, size_t size, const char *name, long pid);
+/* The private directory (0700) a report is shown in under its own name
+ * while a command that names it ({}) runs: a temporary name, so the
+ * stale sweep and task_remove_report() remove it. */
+void task_private_dir(char *buf, size_t size, const char *name, long pid);
 
 /* Remove what a failed task leaves in the directory `dirfd`: its temporary
  * files, and a report under its final name from an earlier run. */

@@ -16,12 +16,23 @@
  * replacement string between backquotes is refused: it would need a
  * second level of escaping per nesting, $(...) does not.
  *
- * Braces: only {}, {#} and {%} are replacement strings.  Any other '{'
+ * Braces: only {}, {/}, {#} and {%} are replacement strings; GNU
+ * Parallel's {.}, {/.} and {//} are refused, not left as text (a report
+ * has no extension of its own to strip, and its directory is private).
+ * Any other '{'
  * or '}' is literal text and not shell syntax: /bin/sh (dash) does no
  * brace expansion, so "{a,b}" means the same run either way, and a
  * brace group needs a ';' or a newline, which are syntax already.  In a
  * shell text, "${" starts a parameter expansion ("${#}" is the shell's,
  * not {#}) and "\{}" is a quoted brace, not a replacement string.
+ *
+ * Pipes: a '|' that makes a pipeline is refused.  /bin/sh (dash) has no
+ * pipefail: a pipeline's status is its last stage's, so `sort | gzip`
+ * would commit a truncated report when sort fails.  A '|' inside quotes,
+ * inside $(...) or backquotes (whose status no command's depends on; in
+ * $((...)) it is arithmetic), "||" and the ">|" redirection are no
+ * pipelines.  A group, { ...; } or ( ... ), is no way around: its status
+ * is still the last stage's.
  */
 #define _GNU_SOURCE
 #include "command.h"
@@ -52,7 +63,9 @@ extern char **environ;
 /* Contexts ("...", $(...), ${...}) nested deeper than this are refused. */
 #define NEST_MAX 64
 
-enum part_kind { PART_TEXT, PART_NAME, PART_NUMBER, PART_SLOT };
+/* PART_PATH {} the complete report's path, PART_NAME {/} its name;
+ * PART_REFUSED one of GNU Parallel's that cowrun does not fill in. */
+enum part_kind { PART_TEXT, PART_PATH, PART_NAME, PART_NUMBER, PART_SLOT, PART_REFUSED };
 
 /* How a value is written where its replacement string stands. */
 enum quoting {
@@ -91,12 +104,17 @@ static size_t replacement_at(const char *s, enum part_kind *kind)
 	if (s[0] != '{')
 		return 0;
 	if (s[1] == '}') {
-		*kind = PART_NAME;
+		*kind = PART_PATH;
 		return 2;
 	}
-	if ((s[1] == '#' || s[1] == '%') && s[2] == '}') {
-		*kind = s[1] == '#' ? PART_NUMBER : PART_SLOT;
+	if ((s[1] == '#' || s[1] == '%' || s[1] == '/' || s[1] == '.') && s[2] == '}') {
+		*kind = s[1] == '#' ? PART_NUMBER : s[1] == '%' ? PART_SLOT
+			: s[1] == '/' ? PART_NAME : PART_REFUSED;
 		return 3;
+	}
+	if (s[1] == '/' && (s[2] == '.' || s[2] == '/') && s[3] == '}') {
+		*kind = PART_REFUSED;   /* {/.} {//} */
+		return 4;
 	}
 	return 0;
 }
@@ -159,16 +177,25 @@ static int add_text_and(struct command *c, size_t from, size_t to, enum part_kin
 	return n > 0 ? add_part(c, kind, quoting, to, n) : 0;
 }
 
+/* The one-line refusal of the replacement string at s (n bytes). */
+static int refuse_replacement(const char *option, const char *s, size_t n, char *why,
+			      size_t size)
+{
+	snprintf(why, size, "%s: %.*s is not filled in: cowrun knows {} (the complete report's "
+		 "path), {/} (its name), {#} and {%%}", option, (int)n, s);
+	return -1;
+}
+
 /* A direct command: words at blanks, each its text and replacement
- * strings.  Returns 0 or -1 (out of memory). */
-static int parse_words(struct command *c)
+ * strings.  Returns 0, or -1 with why. */
+static int parse_words(struct command *c, const char *option, char *why, size_t size)
 {
 	const char *t = c->text;
 	size_t i = 0, len = strlen(t);
 
 	c->word_end = malloc((len / 2 + 1) * sizeof *c->word_end); /* words <= (len+1)/2 */
 	if (c->word_end == NULL)
-		return -1;
+		goto oom;
 	while (t[i]) {
 		while (is_blank(t[i]))
 			i++;
@@ -182,16 +209,21 @@ static int parse_words(struct command *c)
 				i++;
 				continue;
 			}
+			if (kind == PART_REFUSED)
+				return refuse_replacement(option, t + i, n, why, size);
 			if (add_text_and(c, from, i, kind, n, QUOTE_RAW) != 0)
-				return -1;
+				goto oom;
 			i += n;
 			from = i;
 		}
 		if (add_text_and(c, from, i, PART_TEXT, 0, QUOTE_RAW) != 0)
-			return -1;
+			goto oom;
 		c->word_end[c->nwords++] = c->nparts;
 	}
 	return 0;
+oom:
+	snprintf(why, size, "%s: out of memory", option);
+	return -1;
 }
 
 /* Where the shell lexer stands.  Enough of sh's grammar to know how a
@@ -202,7 +234,8 @@ static int parse_words(struct command *c)
  * a case pattern inside $(...). */
 enum context {
 	CTX_TOP,            /* unquoted, outermost */
-	CTX_PAREN,          /* unquoted, inside $(...), $((...)) or (...) */
+	CTX_PAREN,          /* unquoted, inside (...) */
+	CTX_SUBST,          /* unquoted, inside $(...) or $((...)) */
 	CTX_BRACE,          /* unquoted, inside ${...} */
 	CTX_SINGLE,         /* '...' */
 	CTX_DOUBLE,         /* "..." */
@@ -214,6 +247,8 @@ struct lexer {
 	const char *t;
 	size_t i;
 	int depth;
+	int substs;         /* CTX_SUBST on the stack */
+	int pipe;           /* a pipeline's '|' was stepped over */
 	enum context stack[NEST_MAX];
 };
 
@@ -227,6 +262,7 @@ static int push(struct lexer *lx, enum context ctx, size_t skip)
 	if (lx->depth + 1 >= NEST_MAX)
 		return -1;
 	lx->stack[++lx->depth] = ctx;
+	lx->substs += ctx == CTX_SUBST;
 	lx->i += skip;
 	return 0;
 }
@@ -234,7 +270,22 @@ static int push(struct lexer *lx, enum context ctx, size_t skip)
 static void pop(struct lexer *lx)
 {
 	if (lx->depth > 0)
-		lx->depth--;
+		lx->substs -= lx->stack[lx->depth--] == CTX_SUBST;
+	lx->i++;
+}
+
+/* At an unquoted '|': "||" and ">|" are stepped over whole; a pipe
+ * outside every $(...) is noted. */
+static void step_bar(struct lexer *lx)
+{
+	const char *s = lx->t + lx->i;
+
+	if (s[1] == '|') {
+		lx->i += 2;
+		return;
+	}
+	if (!(lx->i > 0 && s[-1] == '>') && lx->substs == 0)
+		lx->pipe = 1;
 	lx->i++;
 }
 
@@ -259,13 +310,16 @@ static int step_unquoted(struct lexer *lx)
 	else if (s[0] == '`')
 		return push(lx, CTX_BACKQUOTE, 1);
 	else if (s[0] == '$' && s[1] == '(')
-		return push(lx, CTX_PAREN, 2);
+		return push(lx, CTX_SUBST, 2);
 	else if (s[0] == '$' && s[1] == '{')
 		return push(lx, CTX_BRACE, 2);
 	else if (s[0] == '(' && ctx != CTX_BRACE)
 		return push(lx, CTX_PAREN, 1);
-	else if ((s[0] == ')' && ctx == CTX_PAREN) || (s[0] == '}' && ctx == CTX_BRACE))
+	else if ((s[0] == ')' && (ctx == CTX_PAREN || ctx == CTX_SUBST)) ||
+		 (s[0] == '}' && ctx == CTX_BRACE))
 		pop(lx);
+	else if (s[0] == '|' && ctx != CTX_BRACE)
+		step_bar(lx);
 	else if (s[0] == '#' && ctx != CTX_BRACE && word_starts_at(lx))
 		lx->i += strcspn(s, "\n");
 	else
@@ -291,7 +345,7 @@ static int step_double(struct lexer *lx)
 	else if (s[0] == '`')
 		return push(lx, CTX_BACKQUOTE, 1);
 	else if (s[0] == '$' && s[1] == '(')
-		return push(lx, CTX_PAREN, 2);
+		return push(lx, CTX_SUBST, 2);
 	else if (s[0] == '$' && s[1] == '{')
 		return push(lx, CTX_DOUBLE_BRACE, 2);
 	else
@@ -318,6 +372,7 @@ static int lexer_step(struct lexer *lx)
 	switch (top(lx)) {
 	case CTX_TOP:
 	case CTX_PAREN:
+	case CTX_SUBST:
 	case CTX_BRACE:
 		return step_unquoted(lx);
 	case CTX_DOUBLE:
@@ -351,12 +406,22 @@ static int parse_shell(struct command *c, const char *option, char *why, size_t 
 		enum part_kind kind;
 		size_t n = replacement_at(lx.t + lx.i, &kind);
 		if (n == 0) {
-			if (lexer_step(&lx) == 0)
-				continue;
-			snprintf(why, size, "%s: quotes and parentheses nested over %d deep",
-				 option, NEST_MAX - 1);
-			return -1;
+			if (lexer_step(&lx) != 0) {
+				snprintf(why, size, "%s: quotes and parentheses nested over %d deep",
+					 option, NEST_MAX - 1);
+				return -1;
+			}
+			if (lx.pipe) {
+				snprintf(why, size, "%s: a '|' pipeline hides a failing stage (/bin/sh "
+					 "has no pipefail; its status is the last stage's): write the "
+					 "stages in a script that checks each, and name the script",
+					 option);
+				return -1;
+			}
+			continue;
 		}
+		if (kind == PART_REFUSED)
+			return refuse_replacement(option, lx.t + lx.i, n, why, size);
 		if (top(&lx) == CTX_BACKQUOTE) {
 			snprintf(why, size, "%s: a replacement string inside `...`: "
 				 "write $(...) instead", option);
@@ -434,10 +499,8 @@ struct command *command_parse(const char *option, const char *text, char *why, s
 	}
 	c->shell = has_shell_syntax(text);
 	make_label(c);
-	int rc = c->shell ? parse_shell(c, option, why, size) : parse_words(c);
+	int rc = c->shell ? parse_shell(c, option, why, size) : parse_words(c, option, why, size);
 	if (rc != 0) {
-		if (!c->shell)
-			snprintf(why, size, "%s: out of memory", option);
 		command_free(c);
 		return NULL;
 	}
@@ -480,6 +543,14 @@ static int shell_runs_itself(const char *w)
 
 	for (size_t i = 0; i < sizeof own / sizeof own[0]; i++)
 		if (strcmp(w, own[i]) == 0)
+			return 1;
+	return 0;
+}
+
+int command_uses_path(const struct command *c)
+{
+	for (size_t p = 0; p < c->nparts; p++)
+		if (c->parts[p].kind == PART_PATH)
 			return 1;
 	return 0;
 }
@@ -530,6 +601,7 @@ int command_program(const struct command *c, char *out, size_t size)
 
 /* The values as strings, for one run. */
 struct values {
+	const char *path;
 	const char *name;
 	char number[24];
 	char slot[24];
@@ -537,6 +609,7 @@ struct values {
 
 static void values_of(const struct command_values *v, struct values *out)
 {
+	out->path = v->path ? v->path : "";
 	out->name = v->name ? v->name : "";
 	snprintf(out->number, sizeof out->number, "%llu", v->number);
 	snprintf(out->slot, sizeof out->slot, "%lu", v->slot);
@@ -602,6 +675,9 @@ static size_t render_word(const struct command *c, size_t w, const struct values
 				memcpy(out + n, c->text + part->start, part->len);
 			n += part->len;
 			break;
+		case PART_PATH:
+			n = render_value(out, n, v->path, part->quoting);
+			break;
 		case PART_NAME:
 			n = render_value(out, n, v->name, part->quoting);
 			break;
@@ -610,6 +686,8 @@ static size_t render_word(const struct command *c, size_t w, const struct values
 			break;
 		case PART_SLOT:
 			n = render_value(out, n, v->slot, part->quoting);
+			break;
+		case PART_REFUSED:   /* never parsed into a command */
 			break;
 		}
 	}

@@ -3,8 +3,10 @@
  * (--report-to), or that a workload starts (cowrun_command()): parsed
  * once, run once per report with its replacement strings filled in.
  *
- * The text is GNU Parallel's: {} the report's name, {#} the task's number
- * counted from 1, {%} the worker's slot, 1 to -j.  A text without shell
+ * The text is GNU Parallel's: {} the complete report's absolute path, {/}
+ * its name (basename({})), {#} the task's number counted from 1, {%} the
+ * worker's slot, 1 to -j.  {.}, {/.} and {//} are refused, and so is a
+ * '|' pipeline: /bin/sh has no pipefail.  A text without shell
  * syntax is split into words at blanks and run directly (each word one
  * argument, whatever a value holds); one with shell syntax runs under
  * /bin/sh -c, each value substituted shell-quoted for where it stands
@@ -29,9 +31,11 @@ struct command;
 
 /* The values of the replacement strings for one run. */
 struct command_values {
-	const char *name;            /* {}: the report's file name */
+	const char *name;            /* {/}: the report's file name */
 	unsigned long long number;   /* {#}: the task's number, from 1 */
 	unsigned long slot;          /* {%}: the worker's slot, from 1 */
+	const char *path;            /* {}: the complete report's absolute path
+				      * (NULL: none; see command_uses_path()) */
 };
 
 /* One started command. */
@@ -47,8 +51,9 @@ struct command_run {
  * "--report-filter").  Returns the command, or NULL with a one-line
  * reason in `why` (empty text, only blanks, a '{' that starts no
  * replacement string is fine: it is literal; a replacement string
- * between backquotes, where no quoting is safe: $(...) is; quotes and
- * parentheses nested over 63 deep; out of memory).
+ * between backquotes, where no quoting is safe: $(...) is; {.}, {/.} or
+ * {//}; a '|' pipeline outside $(...) and quotes; quotes and parentheses
+ * nested over 63 deep; out of memory).
  */
 struct command *command_parse(const char *option, const char *text, char *why, size_t size);
 void command_free(struct command *c);
@@ -66,6 +71,8 @@ int command_uses_shell(const struct command *c);
 int command_program(const struct command *c, char *out, size_t size);
 /* Its text as given. */
 const char *command_text(const struct command *c);
+/* 1 if its text holds {}: it needs the complete report as a file. */
+int command_uses_path(const struct command *c);
 
 /*
  * Start it with standard input `in_fd` and standard output `out_fd`

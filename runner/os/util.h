@@ -129,6 +129,9 @@ int hold_standard_fds(void);
  * not followed if it is a symbolic link (O_DIRECTORY | O_NOFOLLOW; ELOOP
  * or ENOTDIR then).  Returns the descriptor, or -1 with errno. */
 int open_dir_nofollow(const char *path);
+/* Remove the directory `name` in dirfd (not followed if a link) and the
+ * files in it.  Returns 0, or -1 with errno. */
+int remove_flat_dir_at(int dirfd, const char *name);
 
 /* `path` made absolute against the working directory now (".." and
  * links left as they are: the same file the path names now), for a path

@@ -72,19 +72,20 @@ static size_t show_tasks(const struct run_config *cfg, const void *plan, size_t 
 }
 
 /* The commands each report goes through or to, as they would run for
- * the first task ({} {#} {%} filled in for task 0 on slot 1). */
+ * the first task ({} {/} {#} {%} filled in for task 0 on slot 1). */
 static void show_commands(void)
 {
 	const struct report_route *r = task_report_route();
 	const struct command *cmds[2] = { r->filter, r->sink };
 	static const char *const labels[2] = { "filter", "report-to" };
-	const struct command_values first = { "NAME", 1, 1 };
+	const struct command_values first = { "NAME", 1, 1, "PATH" };
 
 	for (int i = 0; i < 2; i++) {
 		if (cmds[i] == NULL)
 			continue;
 		char *shown = command_expand(cmds[i], &first);
-		printf("%-10s %s  (%s; for the first report, NAME its file)\n", labels[i],
+		printf("%-10s %s  (%s; for the first report, NAME its file, PATH that file's "
+		       "private path)\n", labels[i],
 		       shown ? shown : command_text(cmds[i]),
 		       command_uses_shell(cmds[i]) ? "under /bin/sh -c" : "run directly");
 		free(shown);

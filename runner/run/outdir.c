@@ -232,7 +232,9 @@ static size_t remove_stale_in(DIR *d)
 		long pid = temp_pid(e->d_name, host);
 		if (pid <= 0 || alive(pid))
 			continue;
-		if (unlinkat(dirfd(d), e->d_name, 0) == 0)
+		/* A report's private directory ({}) is a directory. */
+		if (unlinkat(dirfd(d), e->d_name, 0) == 0 ||
+		    (errno == EISDIR && remove_flat_dir_at(dirfd(d), e->d_name) == 0))
 			removed++;
 	}
 	closedir(d);

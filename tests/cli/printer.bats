@@ -31,9 +31,9 @@ teardown() {
 	fi
 }
 
-# The --report-to command: printer {%}, job {}, at $LPM.
+# The --report-to command: printer {%}, job {/}, at $LPM.
 printers() {
-	echo "$LP --spool $SPOOL --printer {%} --job {} --lpm $LPM"
+	echo "$LP --spool $SPOOL --printer {%} --job {/} --lpm $LPM"
 }
 
 # The reports of a plain run of ARGS (no --report-to): $BATS_TEST_TMPDIR/plain.
@@ -217,7 +217,7 @@ jobs_of() {
 	! grep -q second "$SPOOL/printer-3.paper"
 	[ ! -e "$SPOOL/printer-3.log" ]
 	# Through cowrun, the same refusal fails the task, naming the printer.
-	run --separate-stderr cowrun -j 1 -o "$OUT" --report-to "$LP --spool $SPOOL --printer 3 --job {}" \
+	run --separate-stderr cowrun -j 1 -o "$OUT" --report-to "$LP --spool $SPOOL --printer 3 --job {/}" \
 		selftest --tasks 1 --report-bytes 100
 	[ "$status" -eq 1 ]
 	assert_no_leftovers

@@ -66,14 +66,14 @@ plain_reports() {
 }
 
 @test "python: a program that is not there: one line naming it per task; a script may catch cowrun.CommandError (an OSError) and go on" {
-	PYC_CMD='no-such-printer-driver {}' run --separate-stderr cowrun -j 2 -o "$OUT" python "$SCRIPT" 3
+	PYC_CMD='no-such-printer-driver {/}' run --separate-stderr cowrun -j 2 -o "$OUT" python "$SCRIPT" 3
 	[ "$status" -eq 3 ]
 	assert_no_leftovers
 	[ "$(grep -c "failed: cannot run 'no-such-printer-driver': No such file or directory$" <<<"$stderr")" -eq 3 ] ||
 		{ echo "$stderr" >&2; return 1; }
 	[[ "$stderr" != *Traceback* ]]
 	plain_reports 3
-	PYC_CMD='no-such-printer-driver {}' PYC_CATCH=1 run --separate-stderr cowrun -j 2 -o "$OUT.caught" python "$SCRIPT" 3
+	PYC_CMD='no-such-printer-driver {/}' PYC_CATCH=1 run --separate-stderr cowrun -j 2 -o "$OUT.caught" python "$SCRIPT" 3
 	[ "$status" -eq 0 ] || { echo "$stderr" >&2; return 1; }
 	diff -r -x '.cowrun-manifest.*' "$BATS_TEST_TMPDIR/plain" "$OUT.caught"
 }
@@ -114,4 +114,19 @@ plain_reports() {
 	PYC_MISUSE=command-in-setup run --separate-stderr cowrun -j 2 -o "$OUT.setup" python "$SCRIPT" 1
 	[ "$status" -eq 255 ]
 	[[ "$stderr" == *"in setup(): RuntimeError: cowrun.command() is only for run()" ]] || { echo "$stderr" >&2; return 1; }
+}
+
+@test "python: cowrun.command() refuses {} (it writes the report: no complete one exists) and a '|' pipeline in one line per task; {/} is the name" {
+	PYC_CMD='cp /dev/stdin {}' run --separate-stderr cowrun -j 2 -o "$OUT" python "$SCRIPT" 3
+	[ "$status" -eq 3 ]
+	assert_no_leftovers
+	[ "$(grep -c "failed: cowrun_command(): {} is the complete report's path, and this command writes the report: use {/}, its name$" <<<"$stderr")" -eq 3 ] ||
+		{ echo "$stderr" >&2; return 1; }
+	[[ "$stderr" != *Traceback* ]]
+	PYC_CMD='tr a-z A-Z | cat' run --separate-stderr cowrun -j 2 -o "$OUT.pipe" python "$SCRIPT" 3
+	[ "$status" -eq 3 ]
+	[ "$(grep -c "failed: cowrun_command(): a '|' pipeline hides a failing stage" <<<"$stderr")" -eq 3 ] || { echo "$stderr" >&2; return 1; }
+	PYC_CMD="sh -c 'cat; echo; echo {/}'" run --separate-stderr cowrun -j 2 -o "$OUT.name" python "$SCRIPT" 3
+	[ "$status" -eq 0 ] || { echo "$stderr" >&2; return 1; }
+	[ "$(tail -n 1 "$OUT.name/item-02")" = item-02 ]
 }

@@ -110,7 +110,7 @@ plain_reports() {
 
 @test "--report-to: whole reports reach the sink only after run() succeeded, none is kept, a task that fails never reaches it" {
 	plain_reports $SELF
-	run --separate-stderr cowrun -j 2 -o "$OUT" --report-to "sh -c 'cat > $SPOOL/{}'" $SELF --fail 3
+	run --separate-stderr cowrun -j 2 -o "$OUT" --report-to "sh -c 'cat > $SPOOL/{/}'" $SELF --fail 3
 	[ "$status" -eq 1 ]
 	assert_no_leftovers
 	[ ! -e "$SPOOL/task-000003" ]
@@ -133,7 +133,7 @@ plain_reports() {
 	# The filter finds neither its report's final name nor anything but
 	# its own input while it runs.
 	run --separate-stderr cowrun -j 2 -o "$OUT" \
-		--report-filter "sh -c '[ ! -e $OUT/{} ] || exit 7; cat'" $SELF
+		--report-filter "sh -c '[ ! -e $OUT/{/} ] || exit 7; cat'" $SELF
 	[ "$status" -eq 0 ] || { echo "$stderr" >&2; return 1; }
 	[ -s "$OUT/task-000004" ]
 }
@@ -166,11 +166,11 @@ plain_reports() {
 @test "replacement strings: a report name with a space and a quote reaches a direct command and a shell one intact" {
 	suffix=" it's \$(touch PWNED) \"x\""
 	run --separate-stderr cowrun -j 2 -o "$OUT" --report-suffix "$suffix" \
-		--report-to "cp /dev/stdin $SPOOL/direct.{}" $SELF
+		--report-to "cp /dev/stdin $SPOOL/direct.{/}" $SELF
 	[ "$status" -eq 0 ] || { echo "$stderr" >&2; return 1; }
 	[ -s "$SPOOL/direct.task-000003$suffix" ]
 	run --separate-stderr cowrun -j 2 -o "$OUT" --report-suffix "$suffix" \
-		--report-to "cat > $SPOOL/shell.{}; echo {#}:{%} >> $SPOOL/numbers" $SELF
+		--report-to "cat > $SPOOL/shell.{/}; echo {#}:{%} >> $SPOOL/numbers" $SELF
 	[ "$status" -eq 0 ] || { echo "$stderr" >&2; return 1; }
 	[ -s "$SPOOL/shell.task-000005$suffix" ]
 	[ ! -e PWNED ] && [ ! -e "$OUT/PWNED" ] && [ ! -e "$SPOOL/PWNED" ]
@@ -257,7 +257,7 @@ plain_reports() {
 	# A program that is not there: each task fails with one line naming
 	# it; no worker (nor, in serial mode, the run) dies of it.
 	for m in serial fork; do
-		run --separate-stderr cowrun --mode "$m" -o "$OUT.missing-$m" selftest --tasks 3 --report-bytes 10 --command 'no-such-printer-driver {}'
+		run --separate-stderr cowrun --mode "$m" -o "$OUT.missing-$m" selftest --tasks 3 --report-bytes 10 --command 'no-such-printer-driver {/}'
 		[ "$status" -eq 3 ] || { echo "$m: status $status: $stderr" >&2; return 1; }
 		[ "$(grep -c "failed: cannot run 'no-such-printer-driver': No such file or directory$" <<<"$stderr")" -eq 3 ] ||
 			{ echo "$m: $stderr" >&2; return 1; }
@@ -275,7 +275,7 @@ plain_reports() {
 	for f in "$BATS_TEST_TMPDIR"/plain/*.txt; do
 		gzip -d < "$OUT/${f##*/}.gz" | cmp - "$f"
 	done
-	run --separate-stderr cowrun -j 2 -o "$OUT.to" --report-to "sh -c 'cat > $SPOOL/{}'" python "$script"
+	run --separate-stderr cowrun -j 2 -o "$OUT.to" --report-to "sh -c 'cat > $SPOOL/{/}'" python "$script"
 	[ "$status" -eq 0 ] || { echo "$stderr" >&2; return 1; }
 	diff -r -x '.cowrun-manifest.*' "$BATS_TEST_TMPDIR/plain" "$SPOOL"
 }
@@ -299,4 +299,127 @@ plain_reports() {
 	[ "$status" -eq 1 ] || { echo "status $status: $stderr" >&2; return 1; }
 	assert_no_leftovers
 	[[ "$stderr" == *"task 1 (task-000001) failed: worker "*"killed by SIGSEGV"* ]] || { echo "$stderr" >&2; return 1; }
+}
+
+@test "{} is this run's whole report in a private directory, {/} its name: inside an older run's output directory the sink copies this run's reports" {
+	# An older run's same-named reports, 64 bytes each, where the run starts.
+	run --separate-stderr cowrun -j 2 -o "$BATS_TEST_TMPDIR/old" selftest --tasks 6 --report-bytes 64
+	[ "$status" -eq 0 ]
+	plain_reports $SELF
+	mkdir "$BATS_TEST_TMPDIR/printed"
+	cd "$BATS_TEST_TMPDIR/old"
+	for m in fork serial omp; do
+		rm -f ../printed/*
+		run --separate-stderr cowrun --mode "$m" -j 2 -o "$OUT.$m" --report-to 'cp {} ../printed/{/}' $SELF
+		[ "$status" -eq 0 ] || { echo "$m: $stderr" >&2; return 1; }
+		assert_no_leftovers
+		for k in 0 1 2 3 4 5; do
+			f=$(printf 'task-%06d' "$k")
+			cmp "../printed/$f" "$BATS_TEST_TMPDIR/plain/$f"
+		done
+		# Nothing kept, no private directory left.
+		[ -z "$(ls -A "$OUT.$m")" ] || { ls -A "$OUT.$m" >&2; return 1; }
+	done
+	# Where {} stands: an absolute path, {/} its name, in a 0700
+	# directory of the output directory; under the filter the report as
+	# run() wrote it, under the sink the filter's output (.gz).
+	cat > "$BATS_TEST_TMPDIR/check" <<-'SH'
+	#!/bin/sh
+	case $1 in /*) ;; *) echo "not absolute: $1" >&2; exit 11 ;; esac
+	[ "${1##*/}" = "$2" ] || { echo "${1##*/} is not $2" >&2; exit 12; }
+	[ "$(stat -c %a "${1%/*}")" = 700 ] || { echo "${1%/*} not 0700" >&2; exit 13; }
+	d=${1%/*}
+	[ "${d%/*}" = "$3" ] || { echo "$d is not in $3" >&2; exit 14; }
+	exec gzip -n -c "$1"
+	SH
+	chmod +x "$BATS_TEST_TMPDIR/check"
+	mkdir "$OUT.gz"
+	out=$(realpath "$OUT.gz")
+	rm -f ../printed/*
+	run --separate-stderr cowrun -j 2 -o "$OUT.gz" --report-suffix .gz \
+		--report-filter "$BATS_TEST_TMPDIR/check {} {/} $out" --report-to 'cp {} ../printed/{/}' $SELF
+	[ "$status" -eq 0 ] || { echo "$stderr" >&2; return 1; }
+	for k in 0 1 2 3 4 5; do
+		f=$(printf 'task-%06d' "$k")
+		gzip -d < "../printed/$f.gz" | cmp - "$BATS_TEST_TMPDIR/plain/$f"
+	done
+	[ -z "$(ls -A "$OUT.gz")" ]
+}
+
+@test "{}'s private directory is gone after a failing command and after a worker killed while its command runs" {
+	run --separate-stderr cowrun -j 2 -o "$OUT" --report-filter "sh -c 'cat {}; [ {#} != 3 ] || exit 4'" $SELF
+	[ "$status" -eq 1 ]
+	assert_no_leftovers
+	[[ "$stderr" == *"task 2 (task-000002) failed: "*"exited with status 4"* ]] || { echo "$stderr" >&2; return 1; }
+	assert_no_temporary "$OUT"
+	[ "$(ls "$OUT" | wc -l)" -eq 5 ]
+	# The worker of task 1 is killed while its sink holds {}: the
+	# directory's name holds the worker's pid.
+	cowrun -j 2 -o "$OUT.k" --report-to "sh -c 'touch $SPOOL/ready.{#}; [ {#} != 2 ] || exec sleep 300; cat {} >/dev/null'" \
+		$SELF >"$BATS_TEST_TMPDIR/k.out" 2>&1 &
+	bg=$!
+	wait_for 30 "task 1's sink" test -e "$SPOOL/ready.2"
+	dir=$(ls -d "$OUT.k"/.cowrun-task-000001.*.tmp)
+	[ -e "$dir/task-000001" ]
+	pid=${dir%.*.tmp}
+	pid=${pid##*.}
+	kill -9 "$pid"
+	local rc=0
+	wait "$bg" || rc=$?
+	bg=
+	[ "$rc" -eq 1 ] || { echo "status $rc: $(cat "$BATS_TEST_TMPDIR/k.out")" >&2; return 1; }
+	grep -q "task 1 (task-000001) failed: worker .*killed by SIGKILL" "$BATS_TEST_TMPDIR/k.out" ||
+		{ cat "$BATS_TEST_TMPDIR/k.out" >&2; return 1; }
+	assert_no_temporary "$OUT.k"
+	[ -z "$(ls -A "$OUT.k")" ]
+}
+
+@test "{.}, {/.} and {//} are refused in one line; in cowrun_command() {} is refused (the command writes the report) and {/} is the name" {
+	for s in '{.}' '{/.}' '{//}'; do
+		run --separate-stderr cowrun -o "$OUT" --report-to "lp -t $s" $SELF
+		[ "$status" -eq 255 ] || { echo "$s: $status $stderr" >&2; return 1; }
+		assert_one_line_error "*--report-to: $s is not filled in: cowrun knows {} (the complete report's path), {/} (its name)*"
+		run --separate-stderr cowrun -o "$OUT" --report-filter "sh -c 'cat > x$s'" $SELF
+		[ "$status" -eq 255 ]
+		assert_one_line_error "*--report-filter: $s is not filled in*"
+	done
+	[ ! -e "$OUT" ]
+	run --separate-stderr cowrun -j 2 -o "$OUT" selftest --tasks 3 --report-bytes 10 --command 'cp /dev/stdin {}'
+	[ "$status" -eq 3 ]
+	assert_no_leftovers
+	[ "$(grep -c "failed: cowrun_command(): {} is the complete report's path, and this command writes the report: use {/}, its name$" <<<"$stderr")" -eq 3 ] ||
+		{ echo "$stderr" >&2; return 1; }
+	[ -z "$(ls -A "$OUT")" ]
+	run --separate-stderr cowrun -j 2 -o "$OUT.name" selftest --tasks 3 --report-bytes 10 --command "sh -c 'cat; echo; echo {/}'"
+	[ "$status" -eq 0 ] || { echo "$stderr" >&2; return 1; }
+	[ "$(tail -n 1 "$OUT.name/task-000002")" = task-000002 ]
+}
+
+@test "a '|' pipeline is refused in one line that says why and points to a script; || and a quoted or substituted '|' are not pipelines" {
+	for cmd in 'sort | gzip -n' '{ head -c 1000; exit 3; } | cat' '(sort | gzip)'; do
+		for opt in --report-filter --report-to; do
+			run --separate-stderr cowrun -o "$OUT" "$opt" "$cmd" $SELF
+			[ "$status" -eq 255 ] || { echo "$opt $cmd: $status $stderr" >&2; return 1; }
+			assert_one_line_error "*$opt: a '|' pipeline hides a failing stage (/bin/sh has no pipefail; its status is the last stage's): write the stages in a script that checks each*"
+		done
+	done
+	[ ! -e "$OUT" ]
+	run --separate-stderr cowrun -j 2 -o "$OUT" selftest --tasks 3 --report-bytes 10 --command 'tr a b | cat'
+	[ "$status" -eq 3 ]
+	[ "$(grep -c "failed: cowrun_command(): a '|' pipeline hides a failing stage" <<<"$stderr")" -eq 3 ] || { echo "$stderr" >&2; return 1; }
+	# The script the refusal points to: a failing first stage fails the
+	# task and no report is committed.
+	printf '#!/bin/bash\nset -o pipefail\n{ head -c 100; [ "$1" != 2 ] || exit 3; } | cat\n' > "$BATS_TEST_TMPDIR/stages"
+	chmod +x "$BATS_TEST_TMPDIR/stages"
+	run --separate-stderr cowrun -j 2 -o "$OUT" --report-filter "$BATS_TEST_TMPDIR/stages {#}" $SELF
+	[ "$status" -eq 1 ]
+	assert_no_leftovers
+	[[ "$stderr" == *"task 1 (task-000001) failed: "*"exited with status 3"* ]] || { echo "$stderr" >&2; return 1; }
+	[ ! -e "$OUT/task-000001" ] && [ "$(wc -c < "$OUT/task-000002")" -eq 100 ]
+	assert_no_temporary "$OUT"
+	# Not pipelines.
+	run --separate-stderr cowrun -j 2 -o "$OUT.ok" --report-filter "cat || exit 1" \
+		--report-to "sh -c 'cat > $SPOOL/\$(echo {/} | tr a-z A-Z)'" $SELF
+	[ "$status" -eq 0 ] || { echo "$stderr" >&2; return 1; }
+	[ -s "$SPOOL/TASK-000005" ]
 }

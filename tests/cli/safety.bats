@@ -220,9 +220,13 @@ dead_pid() {
 	      ".task-000005.$host.$dead.tmpx" ".task-000005.$host.${dead}x.tmp"
 	      ".task-000005.$host..tmp" ".task-000006.$dead.tmp")
 	for f in "${stale[@]}" "${kept[@]}"; do echo x >"$d/out/$f"; done
+	# A dead run's private directory of a report ({}), with the report.
+	private=".cowrun-task-000004.$host.$dead.$tag.tmp"
+	mkdir -m 700 "$d/out/$private" && echo x > "$d/out/$private/task-000004"
 	run --separate-stderr cowrun -v -o "$d/out" selftest --tasks 3 --report-bytes 10
 	[ "$status" -eq 0 ] || { echo "status $status: $stderr" >&2; return 1; }
-	[[ "$stderr" == *"cowrun: removed 3 stale temporary files of dead runs from '$d/out'"* ]]
+	[[ "$stderr" == *"cowrun: removed 4 stale temporary files of dead runs from '$d/out'"* ]]
+	[ ! -e "$d/out/$private" ]
 	for f in "${stale[@]}"; do [ ! -e "$d/out/$f" ] || { echo "not removed: $f" >&2; return 1; }; done
 	for f in "${kept[@]}"; do [ -e "$d/out/$f" ] || { echo "removed: $f" >&2; return 1; }; done
 	# Its own reports went through temporary names of the same pattern.

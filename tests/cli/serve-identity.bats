@@ -70,10 +70,12 @@ setup() {
 	done
 	# The sink too: it writes as the client, where only the client may.
 	run --separate-stderr as nobody "$COWRUN" submit --socket "$S" -o "$D/mine" \
-		--report-to "sh -c 'id -u > $D/sink/{}'"
+		--report-to "sh -c 'id -u > $D/sink/{/}; cp {} $D/sink/{/}.copy'"
 	[ "$status" -eq 0 ] || { echo "$stderr" >&2; false; }
 	[ "$(cat "$D/sink/task-000002")" = 65534 ]
 	[ "$(stat -c %U "$D/sink/task-000002")" = nobody ]
+	# {}, the report in its private directory, is the client's to read.
+	[ "$(wc -c < "$D/sink/task-000002.copy")" -eq 10 ]
 	# The server's own user's filter runs as root.
 	run --separate-stderr "$COWRUN" submit --socket "$S" -o "$D/roots" --report-filter 'id -u'
 	[ "$status" -eq 0 ]

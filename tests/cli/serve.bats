@@ -384,10 +384,10 @@ SELF="selftest --tasks 6 --report-bytes 300"
 	[ "$status" -eq 0 ]
 }
 
-@test "served --report-to: every report reaches the sink, none is kept; a failing sink fails its task as in a direct run" {
+@test "served --report-to: every report reaches the sink ({} a path the command opens, the output directory a descriptor), none is kept; a failing sink fails its task as in a direct run" {
 	start_server -j 2 $SELF
 	mkdir "$D/spool"
-	run -0 --separate-stderr submit -o "$D/served" --report-to "sh -c 'cat > $D/spool/{}'"
+	run -0 --separate-stderr submit -o "$D/served" --report-to "cp {} $D/spool/{/}"
 	served_out=$output
 	run -0 --separate-stderr cowrun -j 2 -o "$D/direct" $SELF
 	[ "$served_out" = "$output" ]

@@ -110,7 +110,7 @@ static int run_capture(const char *text, const char *name, unsigned long long nu
 		       size_t why_size)
 {
 	struct command *c = parse_ok(text);
-	struct command_values v = { name, number, slot };
+	struct command_values v = { name, number, slot, name };
 	struct command_run run;
 	int out_fd = open_new("stdout");
 	int rc = -2;
@@ -181,7 +181,7 @@ static void test_detect_shell(void **state)
 {
 	(void)state;
 	expect_shell("gzip -9 > x", 1);
-	expect_shell("a | b", 1);
+	expect_shell("a || b", 1);
 	expect_shell("FOO=1 cmd", 1);
 	expect_shell("  _x9= cmd", 1);
 	expect_shell("echo $HOME", 1);
@@ -207,6 +207,52 @@ static void test_parse_backquotes_refused(void **state)
 	expect_parse_error("echo \"`printf %s {#}`\"", "`...`");
 	expect_shell("echo `date` {}", 1);   /* outside them: fine */
 	expect_shell("echo '`' {}", 1);      /* a quoted backquote opens none */
+}
+
+/* {} the path, {/} the name; GNU Parallel's others refused, not text. */
+static void test_path_and_name(void **state)
+{
+	struct command_values v = { "r.csv", 4, 2, "/out/.cowrun-x/r.csv" };
+	const char *texts[] = { "cp {} q{%}/{/}", "cp {} q{%}/{/} > /dev/null" };
+	const char *wants[] = { "cp /out/.cowrun-x/r.csv q2/r.csv",
+				"cp /out/.cowrun-x/r.csv q2/r.csv > /dev/null" };
+
+	(void)state;
+	for (size_t i = 0; i < 2; i++) {
+		struct command *c = parse_ok(texts[i]);
+		char *got = command_expand(c, &v);
+		assert_non_null(got);
+		assert_string_equal(got, wants[i]);
+		assert_int_equal(command_uses_path(c), 1);
+		free(got);
+		command_free(c);
+	}
+	struct command *c = parse_ok("lp -t {/} -d q{%}");
+	assert_int_equal(command_uses_path(c), 0);
+	command_free(c);
+	expect_parse_error("gzip {.}", "{.} is not filled in");
+	expect_parse_error("cp {} {/.}.bak", "{/.} is not filled in");
+	expect_parse_error("cd {//} && ls", "{//} is not filled in");
+	expect_parse_error("echo '{//}'", "{//} is not filled in");
+}
+
+/* A pipeline is refused wherever its status would be the command's. */
+static void test_pipeline_refused(void **state)
+{
+	static const char *const refused[] = {
+		"sort | gzip", "{ head -c 1000; exit 3; } | lp", "(sort | gzip)",
+		"a && b|c", "sort {} |gzip", "x=1; a | b",
+	};
+	static const char *const accepted[] = {
+		"a || b", "echo 'a|b'", "echo \"a|b\"", "echo a\\|b", "lp -t \"$(echo {/} | tr a b)\"",
+		"echo $((1 | 2))", "echo `date | cat`", "echo x >| f", "echo a # | b",
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++)
+		expect_parse_error(refused[i], "a '|' pipeline hides a failing stage");
+	for (size_t i = 0; i < sizeof accepted / sizeof accepted[0]; i++)
+		command_free(parse_ok(accepted[i]));
 }
 
 static void test_parse_too_deep(void **state)
@@ -249,7 +295,7 @@ static void test_shell_values_literal(void **state)
 		"~", "A=1", "#", "a}b", "${HOME}", "plain.csv",
 	};
 	const char *text = "printf '%s\\n' {} \"{}\" '{}' \"$(printf %s {})\" "
-			   "\"a'{}'b\" $(printf %s {}x) | cat";
+			   "\"a'{}'b\" $(printf %s {}x)";
 	char out[1024], want[1024];
 
 	(void)state;
@@ -284,7 +330,7 @@ static void test_number_and_slot(void **state)
 
 static void test_expand(void **state)
 {
-	struct command_values v = { "a b", 3, 2 };
+	struct command_values v = { "a b", 3, 2, "a b" };
 	struct {
 		const char *text, *name, *want;
 	} cases[] = {
@@ -301,7 +347,7 @@ static void test_expand(void **state)
 	(void)state;
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		struct command *c = parse_ok(cases[i].text);
-		v.name = cases[i].name;
+		v.name = v.path = cases[i].name;
 		char *got = command_expand(c, &v);
 		assert_non_null(got);
 		if (strcmp(got, cases[i].want) != 0)
@@ -360,7 +406,9 @@ static void test_failure_line_cut(void **state)
 	char why[1024], *colon;
 
 	(void)state;
-	run_failing("printf '%0300d\\n' 0 | tr 0 x >&2; exit 2", why, sizeof why);
+	/* No pipeline: command_parse() refuses one. */
+	run_failing("awk 'BEGIN { while (n++ < 300) printf \"x\"; print \"\" }' >&2; exit 2",
+		    why, sizeof why);
 	colon = strstr(why, "status 2: ");
 	assert_non_null(colon);
 	assert_int_equal(strlen(colon + strlen("status 2: ")), 200);
@@ -391,7 +439,7 @@ static int count_fds(void)
 static void test_missing_program(void **state)
 {
 	struct command *c = parse_ok("cowrun-no-such-lpx -P q {}");
-	struct command_values v = { "n", 1, 1 };
+	struct command_values v = { "n", 1, 1, "n" };
 	struct command_run run;
 	char why[256];
 	int fds = count_fds();
@@ -453,10 +501,10 @@ static void test_large_stderr(void **state)
 
 	(void)state;
 	assert_non_null(buf);
-	run_failing("head -c 1048576 /dev/zero | tr '\\0' x >&2; echo >&2; echo done >&2; exit 1",
+	run_failing("awk 'BEGIN { while (n++ < 1048576) printf \"x\" }' >&2; echo >&2; echo done >&2; exit 1",
 		    why, sizeof why);
 	assert_non_null(strstr(why, "exited with status 1: done"));
-	size_t n = run_stderr_captured("head -c 1048576 /dev/zero | tr '\\0' x >&2", buf,
+	size_t n = run_stderr_captured("awk 'BEGIN { while (n++ < 1048576) printf \"x\" }' >&2", buf,
 				       2 * BIG);
 	assert_true(n > 65536 && n < 65536 + 512);
 	assert_int_equal(strspn(buf, "x"), 65536);
@@ -538,7 +586,7 @@ static void test_same_process_group(void **state)
 static void test_abandon(void **state)
 {
 	struct command *c = parse_ok("cat");
-	struct command_values v = { "n", 1, 1 };
+	struct command_values v = { "n", 1, 1, "n" };
 	struct command_run run;
 	char why[256];
 	int in[2];
@@ -566,7 +614,7 @@ static void test_concurrent_threads(void **state)
 	(void)state;
 	#pragma omp parallel for num_threads(8) reduction(+:bad)
 	for (int i = 1; i <= RUNS; i++) {
-		struct command_values v = { "n", (unsigned long long)i, 1 };
+		struct command_values v = { "n", (unsigned long long)i, 1, "n" };
 		struct command_run run;
 		char why[256], out[32], want[32];
 		int fd = open(".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
@@ -639,6 +687,8 @@ int main(void)
 		T(test_detect_shell),
 		T(test_program),
 		T(test_parse_backquotes_refused),
+		T(test_path_and_name),
+		T(test_pipeline_refused),
 		T(test_parse_too_deep),
 		T(test_direct_value_is_one_argument),
 		T(test_shell_values_literal),

@@ -108,8 +108,9 @@ The cowrun module (import cowrun; only under cowrun python):
         output is the task's report, kept as report()'s is (then do not
         call report()); to="stderr": its output goes to standard error.
         cmd is split into words, or run by /bin/sh -c when it has shell
-        syntax; {} {#} {%} are the report's file name, the task's number
-        from 1 and the worker's slot.  cowrun closes the file after run()
+        syntax; {/} {#} {%} are the report's file name, the task's number
+        from 1 and the worker's slot ({} is refused: the command writes
+        the report, no complete one exists; a '|' pipeline is refused).  cowrun closes the file after run()
         and waits: the task fails, naming cmd, its status and its last
         stderr line, if it fails or stops reading.  It is killed with its
         task (--timeout, --halt now).  cowrun.CommandError (an OSError) if
