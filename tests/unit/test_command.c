@@ -110,7 +110,7 @@ static int run_capture(const char *text, const char *name, unsigned long long nu
 		       size_t why_size)
 {
 	struct command *c = parse_ok(text);
-	struct command_values v = { name, number, slot };
+	struct command_values v = { name, number, slot, NULL };
 	struct command_run run;
 	int out_fd = open_new("stdout");
 	int rc = -2;
@@ -284,7 +284,7 @@ static void test_number_and_slot(void **state)
 
 static void test_expand(void **state)
 {
-	struct command_values v = { "a b", 3, 2 };
+	struct command_values v = { "a b", 3, 2, NULL };
 	struct {
 		const char *text, *name, *want;
 	} cases[] = {
@@ -391,7 +391,7 @@ static int count_fds(void)
 static void test_missing_program(void **state)
 {
 	struct command *c = parse_ok("cowrun-no-such-lpx -P q {}");
-	struct command_values v = { "n", 1, 1 };
+	struct command_values v = { "n", 1, 1, NULL };
 	struct command_run run;
 	char why[256];
 	int fds = count_fds();
@@ -521,24 +521,27 @@ static void test_no_descriptor_leaks(void **state)
 	assert_string_equal(out, "0\n1\n2\n3\n");
 }
 
-/* The child stays in our process group: field 5 of its stat. */
-static void test_same_process_group(void **state)
+/* The command leads a process group of its own (its supervisor's
+ * SIGTERM and SIGKILL go to it), not ours: fields 1 and 5 of its stat. */
+static void test_own_process_group(void **state)
 {
 	char out[1024];
-	int pgrp = -1;
+	int pid = -1, pgrp = -1;
 
 	(void)state;
 	run_ok("cat /proc/self/stat", "n", out, sizeof out);
 	char *end = strrchr(out, ')');
 	assert_non_null(end);
+	assert_int_equal(sscanf(out, "%d", &pid), 1);
 	assert_int_equal(sscanf(end + 1, " %*c %*d %d", &pgrp), 1);
-	assert_int_equal(pgrp, getpgrp());
+	assert_int_equal(pgrp, pid);
+	assert_int_not_equal(pgrp, getpgrp());
 }
 
 static void test_abandon(void **state)
 {
 	struct command *c = parse_ok("cat");
-	struct command_values v = { "n", 1, 1 };
+	struct command_values v = { "n", 1, 1, NULL };
 	struct command_run run;
 	char why[256];
 	int in[2];
@@ -566,7 +569,7 @@ static void test_concurrent_threads(void **state)
 	(void)state;
 	#pragma omp parallel for num_threads(8) reduction(+:bad)
 	for (int i = 1; i <= RUNS; i++) {
-		struct command_values v = { "n", (unsigned long long)i, 1 };
+		struct command_values v = { "n", (unsigned long long)i, 1, NULL };
 		struct command_run run;
 		char why[256], out[32], want[32];
 		int fd = open(".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
@@ -590,6 +593,15 @@ static void test_concurrent_threads(void **state)
 
 int main(void)
 {
+	/* The checkout's supervisor: this binary is build/tests/. */
+	char exe[4096], path[4200];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+	if (n > 0) {
+		exe[n] = '\0';
+		*strrchr(exe, '/') = '\0';
+		snprintf(path, sizeof path, "%s/../../bin/cowrun-supervise", exe);
+		command_set_supervisor(path);
+	}
 	const struct CMUnitTest tests[] = {
 		T(test_parse_empty),
 		T(test_detect_direct),
@@ -610,7 +622,7 @@ int main(void)
 		T(test_large_stderr),
 		T(test_signals_reset),
 		T(test_no_descriptor_leaks),
-		T(test_same_process_group),
+		T(test_own_process_group),
 		T(test_abandon),
 		T(test_concurrent_threads),
 	};
