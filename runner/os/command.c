@@ -835,10 +835,22 @@ int command_start(const struct command *c, const struct command_values *v, int i
 	char **argv = render(c, v, 0);
 	err = argv ? report_pipe(report) : ENOMEM;
 	if (err == 0) {
+		/* The signals that end a worker wait until the pool can know its
+		 * supervisor (published), which is then its child to reap. */
+		sigset_t ending, before;
+		sigemptyset(&ending);
+		sigaddset(&ending, SIGTERM);
+		sigaddset(&ending, SIGHUP);
+		pthread_sigmask(SIG_BLOCK, &ending, &before);
 		err = spawn(argv, in_fd, out_fd, run->stderr_fd, report[1], &run->pid);
+		if (err == 0)
+			publish(run->pid);
+		pthread_sigmask(SIG_SETMASK, &before, NULL);
 		close(report[1]);
-		if (err == 0 && (err = start_result(report[0])) != 0)
+		if (err == 0 && (err = start_result(report[0])) != 0) {
 			reap_child(run->pid, NULL);
+			publish(0);
+		}
 		close(report[0]);
 		if (err == ENOENT && !supervisor[0]) {
 			snprintf(why, size, "cannot run '%s': %s", run->label, supervisor_missing);
@@ -852,7 +864,6 @@ int command_start(const struct command *c, const struct command_values *v, int i
 			 error_text(err, ebuf, sizeof ebuf));
 		goto failed;
 	}
-	publish(run->pid);
 	return 0;
 failed:
 	free(argv);
