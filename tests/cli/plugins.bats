@@ -146,10 +146,10 @@ RISK_SMALL=(risk --assets 20 --days 60 --portfolios 5 --positions 8 --scenarios 
 	diff -r "$BATS_TEST_TMPDIR/checkout" "$BATS_TEST_TMPDIR/staged"
 	# Its report commands run under its own libexec/cowrun/cowrun-supervise;
 	# without it, each task fails in one line saying where it looked.
-	run --separate-stderr "$REAPER" "$installed" -o "$BATS_TEST_TMPDIR/sup" --report-filter cat selftest --tasks 2
+	run --separate-stderr "$REAPER" "$installed" -o "$BATS_TEST_TMPDIR/sup" --report-filter cat selftest --tasks 2 --report-bytes 10
 	[ "$status" -eq 0 ] || { echo "$stderr" >&2; return 1; }
 	rm "$d/opt/cowrun/libexec/cowrun/cowrun-supervise"
-	run --separate-stderr "$REAPER" "$installed" -o "$BATS_TEST_TMPDIR/nosup" --report-filter cat selftest --tasks 2
+	run --separate-stderr "$REAPER" "$installed" -o "$BATS_TEST_TMPDIR/nosup" --report-filter cat selftest --tasks 2 --report-bytes 10
 	[ "$status" -eq 2 ]
 	[ "$(grep -c "failed: cannot run 'cat': no cowrun-supervise in $d/opt/cowrun/bin or .*/libexec/cowrun/cowrun-supervise (make, or make install)$" <<<"$stderr")" -eq 2 ] ||
 		{ echo "$stderr" >&2; return 1; }
