@@ -157,12 +157,14 @@ bin/cowrun-lineprinter: tools/lineprinter.c
 # cowrun-supervise (tools/supervise.c): what the runner spawns instead of a
 # report's command, so the command dies with the run (runner/os/command.h).
 # Static where the C library allows (no dynamic loading per report), else
-# dynamic.  A checkout's bin/cowrun finds it beside itself; the installed
-# one under $(libexecdir)/cowrun, by the path from $(bindir) compiled in.
+# dynamic.  Never under the sanitizers, as build/tests/reaper: it is a
+# subreaper, where LeakSanitizer's stop-the-world at exit once spun.  A
+# checkout's bin/cowrun finds it beside itself; the installed one under
+# $(libexecdir)/cowrun, by the path from $(bindir) compiled in.
 bin/cowrun-supervise: tools/supervise.c
 	@mkdir -p $(@D)
-	$(CC) -std=gnu11 $(WARNINGS) $(CFLAGS) -static -o $@ $< 2>/dev/null || \
-		$(CC) -std=gnu11 $(WARNINGS) $(CFLAGS) -o $@ $<
+	$(CC) -std=gnu11 $(WARNINGS) -O2 -g -static -o $@ $< 2>/dev/null || \
+		$(CC) -std=gnu11 $(WARNINGS) -O2 -g -o $@ $<
 SUPERVISE_RELPATH := $(shell realpath -m --relative-to='$(bindir)' '$(libexecdir)/cowrun/cowrun-supervise')
 build/runner/os/command.o: ALL_CFLAGS += -DCOWRUN_SUPERVISE_RELPATH='"$(SUPERVISE_RELPATH)"'
 build/runner/os/command.o: build/supervise-config
