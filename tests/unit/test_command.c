@@ -444,6 +444,30 @@ static void test_stderr_copied_on_success(void **state)
 	assert_string_equal(buf, "");
 }
 
+/* With a tag, each copied line starts "TAG: "; COMMAND_OUT_CAPTURE puts
+ * its stdout among them, in the order written, in one copy. */
+static void test_stderr_tagged_with_stdout(void **state)
+{
+	struct command *c = parse_ok("echo out-1; echo err-1 >&2; printf out-2");
+	struct command_values v = { "n", 1, 1, "task-000007" };
+	struct command_run run;
+	int saved = dup(STDERR_FILENO), err_fd = open_new("stderr");
+	char why[256], buf[256];
+
+	(void)state;
+	assert_true(saved >= 0);
+	assert_int_equal(dup2(err_fd, STDERR_FILENO), STDERR_FILENO);
+	assert_int_equal(command_start(c, &v, -1, COMMAND_OUT_CAPTURE, &run, why, sizeof why), 0);
+	int rc = command_finish(&run, why, sizeof why);
+	assert_int_equal(dup2(saved, STDERR_FILENO), STDERR_FILENO);
+	close(saved);
+	assert_int_equal(rc, 0);
+	read_whole(err_fd, buf, sizeof buf);
+	close(err_fd);
+	assert_string_equal(buf, "task-000007: out-1\ntask-000007: err-1\ntask-000007: out-2\n");
+	command_free(c);
+}
+
 /* 1 MiB of stderr: no deadlock (a file, not a pipe), the last line still
  * found, and on success only the first 64 KiB copied, the rest noted. */
 static void test_large_stderr(void **state)
@@ -619,6 +643,7 @@ int main(void)
 		T(test_missing_program),
 		T(test_label_of_long_shell_text),
 		T(test_stderr_copied_on_success),
+		T(test_stderr_tagged_with_stdout),
 		T(test_large_stderr),
 		T(test_signals_reset),
 		T(test_no_descriptor_leaks),
