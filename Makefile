@@ -21,6 +21,7 @@ prefix ?= $(PREFIX)
 exec_prefix ?= $(prefix)
 bindir ?= $(exec_prefix)/bin
 libdir ?= $(exec_prefix)/lib
+libexecdir ?= $(exec_prefix)/libexec
 includedir ?= $(prefix)/include
 datarootdir ?= $(prefix)/share
 mandir ?= $(datarootdir)/man
@@ -128,7 +129,7 @@ UNIT_SRC = $(wildcard tests/unit/test_*.c)
 UNIT_BIN = $(UNIT_SRC:tests/unit/%.c=build/tests/%)
 
 .PHONY: all deps test unit demo bench plots clean install uninstall check-deps mutants FORCE
-all: bin/cowrun bin/cowrun-lineprinter cups-lp bundled build/forkcost build/psswatch
+all: bin/cowrun bin/cowrun-supervise bin/cowrun-lineprinter cups-lp bundled build/forkcost build/psswatch
 
 # The bundled workloads whose libraries are here, each built by a make of
 # its own; the others skipped, one line each.
@@ -173,6 +174,24 @@ bin/cowrun-lp: tools/cowrun-lp.c
 	@mkdir -p $(@D)
 	$(CC) -std=gnu11 $(WARNINGS) $(CFLAGS) $$($(CUPS_CONFIG) --cflags) -o $@ $< \
 		$$($(CUPS_CONFIG) --libs) -lm
+
+# cowrun-supervise (tools/supervise.c): what the runner spawns instead of a
+# report's command, so the command dies with the run (runner/os/command.h).
+# Static where the C library allows (no dynamic loading per report), else
+# dynamic.  Never under the sanitizers, as build/tests/reaper: it is a
+# subreaper, where LeakSanitizer's stop-the-world at exit once spun.  A
+# checkout's bin/cowrun finds it beside itself; the installed one under
+# $(libexecdir)/cowrun, by the path from $(bindir) compiled in.
+bin/cowrun-supervise: tools/supervise.c
+	@mkdir -p $(@D)
+	$(CC) -std=gnu11 $(WARNINGS) -O2 -g -static -o $@ $< 2>/dev/null || \
+		$(CC) -std=gnu11 $(WARNINGS) -O2 -g -o $@ $<
+SUPERVISE_RELPATH := $(shell realpath -m --relative-to='$(bindir)' '$(libexecdir)/cowrun/cowrun-supervise')
+build/runner/os/command.o: ALL_CFLAGS += -DCOWRUN_SUPERVISE_RELPATH='"$(SUPERVISE_RELPATH)"'
+build/runner/os/command.o: build/supervise-config
+build/supervise-config: FORCE
+	@mkdir -p $(@D)
+	@echo '$(SUPERVISE_RELPATH)' | cmp -s - $@ || echo '$(SUPERVISE_RELPATH)' > $@
 
 # Where the installed binary finds the bundled workloads, relative to its
 # own directory, and which names are bundled: compiled in, and recompiled
@@ -345,6 +364,8 @@ install: all build/cowrun.1
 		$(DESTDIR)$(mandir)/man1 $(DESTDIR)$(workloaddir)
 	install -m 755 bin/cowrun $(DESTDIR)$(bindir)/cowrun
 	install -m 755 bin/cowrun-lineprinter $(DESTDIR)$(bindir)/cowrun-lineprinter
+	install -d $(DESTDIR)$(libexecdir)/cowrun
+	install -m 755 bin/cowrun-supervise $(DESTDIR)$(libexecdir)/cowrun/cowrun-supervise
 	install -m 755 cluster/cowrun-cluster $(DESTDIR)$(bindir)/cowrun-cluster
 	install -m 755 cluster/cowrun-cluster-slurm $(DESTDIR)$(bindir)/cowrun-cluster-slurm
 	for f in $(BUNDLED); do [ ! -e $$f ] || install -m 644 $$f $(DESTDIR)$(workloaddir) || exit 1; done
@@ -370,10 +391,12 @@ uninstall:
 		$(DESTDIR)$(bindir)/cowrun-cluster \
 		$(DESTDIR)$(bindir)/cowrun-cluster-slurm \
 		$(DESTDIR)$(includedir)/cowrun.h $(DESTDIR)$(libdir)/pkgconfig/cowrun.pc \
-		$(DESTDIR)$(mandir)/man1/cowrun.1 $(addprefix $(DESTDIR)$(workloaddir)/,$(notdir $(BUNDLED)))
+		$(DESTDIR)$(mandir)/man1/cowrun.1 $(addprefix $(DESTDIR)$(workloaddir)/,$(notdir $(BUNDLED))) \
+		$(DESTDIR)$(libexecdir)/cowrun/cowrun-supervise
 	rm -f $(addprefix $(DESTDIR)$(unitdir)/,$(notdir $(UNITS)))
 	rm -f $(addprefix $(DESTDIR)$(pythondocdir)/,$(notdir $(PYTHON_DOCS)))
 	-rmdir $(DESTDIR)$(workloaddir) $(DESTDIR)$(libdir)/cowrun $(DESTDIR)$(pythondocdir) \
+		$(DESTDIR)$(libexecdir)/cowrun \
 		$(DESTDIR)$(datarootdir)/cowrun 2>/dev/null
 
 # mutants: plant each bug of tests/mutants/list in a scratch copy

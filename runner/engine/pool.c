@@ -13,6 +13,7 @@
 #define _GNU_SOURCE
 #include "pool_internal.h"
 #include "task.h"
+#include "os/command.h"
 #include "os/memavail.h"
 #include "os/signals.h"
 #include "os/util.h"
@@ -31,7 +32,8 @@
 
 #define PIPE_BUFFER_BYTES (64 * 1024)
 #define MAX_WORKERS 4096
-#define KILL_GRACE_NS 2000000000u   /* SIGTERM, then SIGKILL this much later */
+/* SIGTERM, then SIGKILL this much later (a command's supervisor waits as long) */
+#define KILL_GRACE_NS ((uint64_t)COMMAND_KILL_GRACE_MS * 1000000u)
 #define BAR_REFRESH_MS 200
 #define MEMORY_LOOK_MS 100          /* --memfree: how often the parent looks */
 
@@ -562,6 +564,39 @@ static pid_t reap_worker_group(pid_t pid, int *status, uint64_t grace_until)
 	return got;
 }
 
+/*
+ * The supervisor of the command worker i was running when it died: in a
+ * group of its own (os/command.h), so not reaped with the worker's, and
+ * ours now (the pool is a subreaper).  It takes its command's group down
+ * (SIGTERM, the grace period, SIGKILL) and exits: wait for it, so no
+ * command outlives the run and a replacement never runs beside it.  A pid
+ * that is a live worker's is a stale value (the worker reaped its
+ * supervisor and died before clearing it, and the pid was reused): left
+ * alone.  One still there well after its grace period is killed.
+ */
+static void wait_supervisor(struct pool *p, size_t i)
+{
+	pid_t sup = atomic_exchange(&p->shared_slots[i].supervisor, 0);
+	uint64_t deadline = now_ns() + KILL_GRACE_NS + 1000000000u;
+
+	if (sup <= 0)
+		return;
+	for (size_t j = 0; j < p->nworkers; j++)
+		if (j != i && p->slots[j].state == SLOT_BUSY && p->slots[j].pid == sup)
+			return;
+	for (;;) {
+		pid_t got = waitpid(sup, NULL, WNOHANG);
+		if (got != 0 && !(got < 0 && errno == EINTR))
+			return;   /* reaped, or not ours (ECHILD) */
+		if (now_ns() >= deadline) {
+			kill(sup, SIGKILL);
+			reap_child(sup, NULL);
+			return;
+		}
+		poll(NULL, 0, 10);
+	}
+}
+
 static void reap_worker(struct pool *p, size_t i)
 {
 	struct worker_slot *s = &p->slots[i];
@@ -579,6 +614,7 @@ static void reap_worker(struct pool *p, size_t i)
 		warnx_("waitpid(%ld): %s", (long)s->pid, strerror(errno));
 		status = 0;
 	}
+	wait_supervisor(p, i);
 	worker_ended(p, i, status);
 }
 
@@ -891,6 +927,7 @@ static void kill_all(struct pool *p)
 		signal_worker(s->pid, SIGKILL);
 		close(s->fd);
 		reap_worker_group(s->pid, NULL, 0);
+		wait_supervisor(p, i);
 		s->state = SLOT_DONE;
 	}
 	p->live = 0;

@@ -40,6 +40,7 @@ struct shared_slot {
 	_Atomic uint64_t chunk_end;     /* may still be unsent */
 	_Atomic uint64_t claimed;       /* tasks this worker has claimed since its fork */
 	_Atomic int live;               /* set by the parent: a worker holds the slot */
+	_Atomic int supervisor;         /* its running command's supervisor, 0: none */
 	char fault[192];                /* why it exited WORKER_EXIT_FROZEN */
 } __attribute__((aligned(64)));
 

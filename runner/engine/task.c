@@ -305,7 +305,7 @@ static int run_report_command(struct cowrun_task *t, const struct command *c, in
 	char dir[PATH_MAX], path[PATH_MAX];
 	int shown = command_uses_path(c);
 	const struct command_values v = { t->final_path, (unsigned long long)t->index + 1, t->slot,
-					  shown ? path : NULL };
+					  shown ? path : NULL, t->name };
 	struct command_run run;
 	char why[sizeof t->error];
 	int rc = 0;
@@ -363,8 +363,9 @@ static int route_report(struct cowrun_task *t, int fd)
 		snprintf(t->temp_path, sizeof t->temp_path, "%s", filtered);
 	}
 	if (rc == 0 && route.sink) {
-		/* Delivered, not kept: the file goes once the sink has read it. */
-		rc = run_report_command(t, route.sink, fd, -1);
+		/* Delivered, not kept: the file goes once the sink has read it.
+		 * What it says (a printer's job id) is captured, and tagged. */
+		rc = run_report_command(t, route.sink, fd, COMMAND_OUT_CAPTURE);
 	} else if (rc == 0) {
 		int err = keep_as_final(t, fd, t->temp_path);
 		fd = -1;
@@ -537,7 +538,7 @@ FILE *cowrun_command(struct cowrun_task *task, const char *cmd, int how)
 		task_report_file(task->name, task->final_path, sizeof task->final_path);
 	}
 	const struct command_values v = { task->final_path, (unsigned long long)task->index + 1,
-					  task->slot, NULL };
+					  task->slot, NULL, task->name };
 	if (pipe2(fds, O_CLOEXEC) != 0) {
 		snprintf(why, sizeof why, "cowrun_command(): pipe: %s", strerror(errno));
 		goto fail;

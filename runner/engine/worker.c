@@ -13,6 +13,7 @@
  */
 #define _GNU_SOURCE
 #include "pool_internal.h"
+#include "os/command.h"
 #include "os/setup_arena.h"
 #include "os/signals.h"
 #include "task.h"
@@ -283,6 +284,7 @@ void worker_main(struct pool *p, size_t slot, int fd)
 	uint64_t last_size = 0, last_ns = 0, tasks = 0;
 
 	become_worker(p);
+	command_publish_to(&me->supervisor);
 	if (p->catch_frozen_writes)
 		catch_frozen_writes(me);
 	if (wire_writer_init(&out, fd, PIPE_BUFFER_BYTES) != 0)

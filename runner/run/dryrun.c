@@ -78,7 +78,7 @@ static void show_commands(void)
 	const struct report_route *r = task_report_route();
 	const struct command *cmds[2] = { r->filter, r->sink };
 	static const char *const labels[2] = { "filter", "report-to" };
-	const struct command_values first = { "NAME", 1, 1, "PATH" };
+	const struct command_values first = { "NAME", 1, 1, "PATH", NULL };
 
 	for (int i = 0; i < 2; i++) {
 		if (cmds[i] == NULL)

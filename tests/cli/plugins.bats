@@ -16,6 +16,7 @@ plugin() {
 	[ -x "$d/opt/cowrun/bin/cowrun" ]
 	[ -x "$d/opt/cowrun/bin/cowrun-cluster" ]
 	[ -x "$d/opt/cowrun/bin/cowrun-lineprinter" ]
+	[ -x "$d/opt/cowrun/libexec/cowrun/cowrun-supervise" ]
 	[ -f "$d/opt/cowrun/lib/cowrun/workloads/risk.summary" ]
 	[ -f "$d/opt/cowrun/include/cowrun.h" ]
 	[ -f "$d/opt/cowrun/share/man/man1/cowrun.1" ]
@@ -143,6 +144,15 @@ RISK_SMALL=(risk --assets 20 --days 60 --portfolios 5 --positions 8 --scenarios 
 	[ "$status" -eq 0 ]
 	[ "$output" = "$staged" ]
 	diff -r "$BATS_TEST_TMPDIR/checkout" "$BATS_TEST_TMPDIR/staged"
+	# Its report commands run under its own libexec/cowrun/cowrun-supervise;
+	# without it, each task fails in one line saying where it looked.
+	run --separate-stderr "$REAPER" "$installed" -o "$BATS_TEST_TMPDIR/sup" --report-filter cat selftest --tasks 2 --report-bytes 10
+	[ "$status" -eq 0 ] || { echo "$stderr" >&2; return 1; }
+	rm "$d/opt/cowrun/libexec/cowrun/cowrun-supervise"
+	run --separate-stderr "$REAPER" "$installed" -o "$BATS_TEST_TMPDIR/nosup" --report-filter cat selftest --tasks 2 --report-bytes 10
+	[ "$status" -eq 2 ]
+	[ "$(grep -c "failed: cannot run 'cat': no cowrun-supervise in $d/opt/cowrun/bin or .*/libexec/cowrun/cowrun-supervise (make, or make install)$" <<<"$stderr")" -eq 2 ] ||
+		{ echo "$stderr" >&2; return 1; }
 	run --separate-stderr "$REAPER" "$installed" --list
 	[ "$status" -eq 0 ]
 	[[ "$output" == *$'\nrisk       nightly portfolio risk: Monte Carlo VaR and ES per portfolio (LAPACK)'* ]]

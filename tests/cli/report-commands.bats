@@ -209,7 +209,7 @@ plain_reports() {
 	[ ! -e "$OUT" ]
 }
 
-@test "commands start with default signals and an empty mask, in the worker's process group" {
+@test "commands start with default signals and an empty mask, in a process group of their own under cowrun-supervise" {
 	# A worker ignores SIGINT; the filter must not.  grep writes its own
 	# status lines as the report.
 	run --separate-stderr cowrun -j 2 -o "$OUT" --report-filter 'grep -e SigIgn -e SigBlk -e NSpgid -e PPid /proc/self/status' \
@@ -217,10 +217,18 @@ plain_reports() {
 	[ "$status" -eq 0 ] || { echo "$stderr" >&2; return 1; }
 	grep -q '^SigIgn:[[:space:]]*0*$' "$OUT/task-000000"
 	grep -q '^SigBlk:[[:space:]]*0*$' "$OUT/task-000000"
-	# Its process group is its parent's (the worker's own), not cowrun's.
+	# It leads its own process group (its supervisor signals that group);
+	# its parent is the supervisor (its name in the report, as grep saw it).
 	pgid=$(awk '/^NSpgid:/ { print $2 }' "$OUT/task-000000")
 	ppid=$(awk '/^PPid:/ { print $2 }' "$OUT/task-000000")
-	[ "$pgid" = "$ppid" ]
+	[ "$pgid" != "$ppid" ]
+	printf '#!/bin/sh\ncat /proc/$PPID/comm\nps -o pid=,pgid= -p $$\n' > "$BATS_TEST_TMPDIR/who"
+	chmod +x "$BATS_TEST_TMPDIR/who"
+	run --separate-stderr cowrun -o "$OUT.2" --report-filter "$BATS_TEST_TMPDIR/who" selftest --tasks 1 --report-bytes 10
+	[ "$status" -eq 0 ] || { echo "$stderr" >&2; return 1; }
+	[ "$(head -n 1 "$OUT.2/task-000000")" = cowrun-supervis ]
+	read -r pid pgid < <(tail -n 1 "$OUT.2/task-000000")
+	[ "$pid" = "$pgid" ]
 }
 
 @test "commands are spawned sharing the worker's memory (vfork-like), never by fork()" {

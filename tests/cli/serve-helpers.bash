@@ -44,9 +44,10 @@ submit() {
 # checkout in a home of mode 0700 (Debian's for root and new users) is out
 # of their reach.  COWRUN and REAPER name the copies for the rest of the
 # test.  Built-in workloads only: the bundled ones stay in the checkout.
+# cowrun-supervise goes beside cowrun, where cowrun looks for it.
 reachable_binaries() {
 	mkdir -m 755 "$D/bin"
-	cp "$COWRUN" "$REAPER" "$D/bin/"
+	cp "$COWRUN" "$ROOT/bin/cowrun-supervise" "$REAPER" "$D/bin/"
 	COWRUN=$D/bin/cowrun REAPER=$D/bin/reaper
 }
 

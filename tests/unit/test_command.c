@@ -110,7 +110,7 @@ static int run_capture(const char *text, const char *name, unsigned long long nu
 		       size_t why_size)
 {
 	struct command *c = parse_ok(text);
-	struct command_values v = { name, number, slot, name };
+	struct command_values v = { name, number, slot, name, NULL };
 	struct command_run run;
 	int out_fd = open_new("stdout");
 	int rc = -2;
@@ -212,7 +212,7 @@ static void test_parse_backquotes_refused(void **state)
 /* {} the path, {/} the name; GNU Parallel's others refused, not text. */
 static void test_path_and_name(void **state)
 {
-	struct command_values v = { "r.csv", 4, 2, "/out/.cowrun-x/r.csv" };
+	struct command_values v = { "r.csv", 4, 2, "/out/.cowrun-x/r.csv", NULL };
 	const char *texts[] = { "cp {} q{%}/{/}", "cp {} q{%}/{/} > /dev/null" };
 	const char *wants[] = { "cp /out/.cowrun-x/r.csv q2/r.csv",
 				"cp /out/.cowrun-x/r.csv q2/r.csv > /dev/null" };
@@ -330,7 +330,7 @@ static void test_number_and_slot(void **state)
 
 static void test_expand(void **state)
 {
-	struct command_values v = { "a b", 3, 2, "a b" };
+	struct command_values v = { "a b", 3, 2, "a b", NULL };
 	struct {
 		const char *text, *name, *want;
 	} cases[] = {
@@ -439,7 +439,7 @@ static int count_fds(void)
 static void test_missing_program(void **state)
 {
 	struct command *c = parse_ok("cowrun-no-such-lpx -P q {}");
-	struct command_values v = { "n", 1, 1, "n" };
+	struct command_values v = { "n", 1, 1, "n", NULL };
 	struct command_run run;
 	char why[256];
 	int fds = count_fds();
@@ -490,6 +490,30 @@ static void test_stderr_copied_on_success(void **state)
 	assert_string_equal(buf, "warn-1\nwarn-2\n");   /* the last line ended */
 	run_stderr_captured("true", buf, sizeof buf);
 	assert_string_equal(buf, "");
+}
+
+/* With a tag, each copied line starts "TAG: "; COMMAND_OUT_CAPTURE puts
+ * its stdout among them, in the order written, in one copy. */
+static void test_stderr_tagged_with_stdout(void **state)
+{
+	struct command *c = parse_ok("echo out-1; echo err-1 >&2; printf out-2");
+	struct command_values v = { "n", 1, 1, NULL, "task-000007" };
+	struct command_run run;
+	int saved = dup(STDERR_FILENO), err_fd = open_new("stderr");
+	char why[256], buf[256];
+
+	(void)state;
+	assert_true(saved >= 0);
+	assert_int_equal(dup2(err_fd, STDERR_FILENO), STDERR_FILENO);
+	assert_int_equal(command_start(c, &v, -1, COMMAND_OUT_CAPTURE, &run, why, sizeof why), 0);
+	int rc = command_finish(&run, why, sizeof why);
+	assert_int_equal(dup2(saved, STDERR_FILENO), STDERR_FILENO);
+	close(saved);
+	assert_int_equal(rc, 0);
+	read_whole(err_fd, buf, sizeof buf);
+	close(err_fd);
+	assert_string_equal(buf, "task-000007: out-1\ntask-000007: err-1\ntask-000007: out-2\n");
+	command_free(c);
 }
 
 /* 1 MiB of stderr: no deadlock (a file, not a pipe), the last line still
@@ -569,24 +593,27 @@ static void test_no_descriptor_leaks(void **state)
 	assert_string_equal(out, "0\n1\n2\n3\n");
 }
 
-/* The child stays in our process group: field 5 of its stat. */
-static void test_same_process_group(void **state)
+/* The command leads a process group of its own (its supervisor's
+ * SIGTERM and SIGKILL go to it), not ours: fields 1 and 5 of its stat. */
+static void test_own_process_group(void **state)
 {
 	char out[1024];
-	int pgrp = -1;
+	int pid = -1, pgrp = -1;
 
 	(void)state;
 	run_ok("cat /proc/self/stat", "n", out, sizeof out);
 	char *end = strrchr(out, ')');
 	assert_non_null(end);
+	assert_int_equal(sscanf(out, "%d", &pid), 1);
 	assert_int_equal(sscanf(end + 1, " %*c %*d %d", &pgrp), 1);
-	assert_int_equal(pgrp, getpgrp());
+	assert_int_equal(pgrp, pid);
+	assert_int_not_equal(pgrp, getpgrp());
 }
 
 static void test_abandon(void **state)
 {
 	struct command *c = parse_ok("cat");
-	struct command_values v = { "n", 1, 1, "n" };
+	struct command_values v = { "n", 1, 1, "n", NULL };
 	struct command_run run;
 	char why[256];
 	int in[2];
@@ -614,7 +641,7 @@ static void test_concurrent_threads(void **state)
 	(void)state;
 	#pragma omp parallel for num_threads(8) reduction(+:bad)
 	for (int i = 1; i <= RUNS; i++) {
-		struct command_values v = { "n", (unsigned long long)i, 1, "n" };
+		struct command_values v = { "n", (unsigned long long)i, 1, "n", NULL };
 		struct command_run run;
 		char why[256], out[32], want[32];
 		int fd = open(".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
@@ -681,6 +708,15 @@ static void test_program(void **state)
 
 int main(void)
 {
+	/* The checkout's supervisor: this binary is build/tests/. */
+	char exe[4096], path[4200];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+	if (n > 0) {
+		exe[n] = '\0';
+		*strrchr(exe, '/') = '\0';
+		snprintf(path, sizeof path, "%s/../../bin/cowrun-supervise", exe);
+		command_set_supervisor(path);
+	}
 	const struct CMUnitTest tests[] = {
 		T(test_parse_empty),
 		T(test_detect_direct),
@@ -701,10 +737,11 @@ int main(void)
 		T(test_missing_program),
 		T(test_label_of_long_shell_text),
 		T(test_stderr_copied_on_success),
+		T(test_stderr_tagged_with_stdout),
 		T(test_large_stderr),
 		T(test_signals_reset),
 		T(test_no_descriptor_leaks),
-		T(test_same_process_group),
+		T(test_own_process_group),
 		T(test_abandon),
 		T(test_concurrent_threads),
 	};
