@@ -240,10 +240,12 @@ creates() {
 # far off): it prints only when the test releases it, so what is running,
 # printed or cancelled at each signal is the test's choice, not a race.
 
-HOLD='-o job-hold-until=indefinite --wait-limit 60'
+HOLD='-o job-hold-until=indefinite --wait-limit 30'
 
 teardown() {
 	stop_background_run
+	# a failed test's held jobs must not fail the next test too
+	cancel -a 2>/dev/null || true
 }
 
 # pending: the ids of this cupsd's jobs not yet completed, one a line.
