@@ -36,11 +36,13 @@
  */
 #define _GNU_SOURCE
 #include "command.h"
+#include "signals.h"
 #include "util.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
@@ -50,6 +52,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -1145,12 +1148,39 @@ static void close_run(struct command_run *run)
 	publish(0);
 }
 
+/* Wait for the supervisor.  In --mode serial and omp it is a child of
+ * the process that runs the tasks, which the run's second signal does not
+ * kill (a fork-mode worker it kills, and the supervisor sees its parent
+ * die): so that signal, which ends a poll() whatever SA_RESTART says, has
+ * the supervisor take its command down here (SIGTERM, the grace period,
+ * SIGKILL).  The timeout covers a signal that another thread took.
+ * Without pidfd_open() (Linux < 5.3): a plain wait, as before. */
+static pid_t wait_supervisor(pid_t pid, int *status)
+{
+	int fd = (int)syscall(SYS_pidfd_open, pid, 0);
+
+	if (fd >= 0) {
+		struct pollfd p = { fd, POLLIN, 0 };
+		for (;;) {
+			int n = poll(&p, 1, 100);
+			if (n > 0 || (n < 0 && errno != EINTR))
+				break;
+			if (signals_count() > 1) {
+				kill(pid, SIGTERM);
+				break;
+			}
+		}
+		close(fd);
+	}
+	return reap_child(pid, status);
+}
+
 int command_finish(struct command_run *run, char *why, size_t size)
 {
 	char ended[96], line[LAST_LINE_MAX + 8];
 	int status;
 
-	if (reap_child(run->pid, &status) < 0) {
+	if (wait_supervisor(run->pid, &status) < 0) {
 		char ebuf[64];
 		/* Not ours to wait for: SIGCHLD ignored, or reaped elsewhere. */
 		snprintf(why, size, "cannot wait for '%s': %s", run->label,

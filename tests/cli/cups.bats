@@ -126,7 +126,8 @@ creates() {
 	[ "$rc" -eq 1 ]
 	cat "$BATS_TEST_TMPDIR/err"
 	[ "$(grep -c . "$BATS_TEST_TMPDIR/err")" -eq 1 ]
-	grep -Eq '^cowrun-lp: room2-[0-9]+: Terminated while held .*; job cancelled$' "$BATS_TEST_TMPDIR/err"
+	# (held, or the signal came while the document was being sent)
+	grep -Eq '^cowrun-lp: room2-[0-9]+: Terminated( while held .*)?; job cancelled$' "$BATS_TEST_TMPDIR/err"
 	id=$(sed 's/^cowrun-lp: room2-\([0-9]*\):.*/\1/' "$BATS_TEST_TMPDIR/err")
 	grep -q "\[Job $id\] Canceled by \"root\"" "$CUPS_RUN/log/error_log"
 	[ -z "$(lpstat -o room2)" ]
@@ -232,4 +233,152 @@ creates() {
 	run --separate-stderr "$LP" -d nosuch <<<"x"
 	[ "$status" -eq 1 ]
 	assert_one_line_error "cowrun-lp: nosuch: no such queue on $CUPS_SERVER: *"
+}
+
+# ---- signals to a run that prints through cowrun-lp ----
+# Every job of these runs is held (job-hold-until=indefinite, a wait limit
+# far off): it prints only when the test releases it, so what is running,
+# printed or cancelled at each signal is the test's choice, not a race.
+
+HOLD='-o job-hold-until=indefinite --wait-limit 30'
+
+teardown() {
+	stop_background_run
+	# a failed test's held jobs must not fail the next test too
+	cancel -a 2>/dev/null || true
+}
+
+# pending: the ids of this cupsd's jobs not yet completed, one a line.
+pending() {
+	lpstat -o | awk '{ print $1 }'
+}
+pending_count() { [ "$(pending | grep -c .)" -eq "$1" ]; }
+# release ID...: let those held jobs print.
+release() {
+	local id
+	for id in "$@"; do lp -i "$id" -H resume >/dev/null; done
+}
+joblog_rows_at_least() { [ "$(($(grep -c . "$1" 2>/dev/null || echo 0) - 1))" -ge "$2" ]; }
+# lps_of PID: the cowrun-lp processes under PID (this run's, not another
+# test's elsewhere on the machine).
+lps_of() {
+	ps -e -o pid=,ppid=,comm= | awk -v top="$1" '
+		{ parent[$1] = $2; name[$1] = $3 }
+		END { for (p in name) if (name[p] == "cowrun-lp") {
+			for (q = parent[p]; q > 1 && q != top; q = parent[q]) ;
+			if (q == top) print p } }'
+}
+# cancelled ID...: this cupsd's error_log says each job was cancelled.
+cancelled() {
+	local id
+	for id in "$@"; do grep -q "\[Job ${id##*-}\] Canceled by \"root\"" "$CUPS_RUN/log/error_log" || return 1; done
+}
+
+@test "cups: a first SIGTERM lets the running jobs print and starts no more; a second cancels the jobs not yet printed" {
+	local d=$BATS_TEST_TMPDIR args=(selftest --tasks 6 --report-bytes 700) before ids first rest rc=0 f k
+	run cowrun -o "$d/plain" "${args[@]}"
+	[ "$status" -eq 0 ]
+	before=$(creates)
+	"$REAPER" "$COWRUN" -j 3 -o "$d/out" --joblog "$d/log" \
+		--report-to "cowrun-lp -d room{%} -t sig-{#} $HOLD" "${args[@]}" --mark-start "$d/started" 2>"$d/err" &
+	bg=$!
+	wait_for 10 "three held jobs" pending_count 3
+	ids=$(pending)
+	kill -TERM "$(cowrun_of "$bg")"
+	# the first signal: one running job prints, and its task ends well
+	first=${ids%%$'\n'*}
+	rest=$(sed 1d <<<"$ids")
+	release "$first"
+	wait_for 10 "the released job's task" joblog_rows_at_least "$d/log" 1
+	# no task started after the signal, though a slot was free
+	[ "$(creates)" -eq $((before + 3)) ]
+	pending_count 2
+	# the second signal: the jobs not yet printed are cancelled
+	kill -TERM "$(cowrun_of "$bg")"
+	wait "$bg" || rc=$?
+	bg=
+	cat "$d/err"
+	[ "$rc" -eq 143 ]
+	[[ "$(cat "$d/err")" != *"leftover processes"* ]]
+	[ -z "$(pending)" ]
+	cancelled $rest
+	! cancelled "$first"
+	for id in $rest; do run lp -i "$id" -H resume; [ "$status" -ne 0 ]; done
+	[ "$(creates)" -eq $((before + 3)) ]
+	[ "$(ls "$d/started" | wc -l)" -eq 3 ]
+	grep -q 'interrupted: 0 done, 1 running ended (0 failed), 3 not started, 2 killed while running' "$d/err"
+	# printed: the released one, once, whole
+	[ "$(jobs_titled sig- | wc -l)" -eq 1 ]
+	f=$(jobs_titled sig-)
+	[[ "$f" == room[123]/"${first##*-}"-sig-[123] ]]
+	k=${f##*-}
+	cmp "$CUPS_RUN/jobs/$f" "$d/plain/task-00000$((k - 1))"
+}
+
+@test "cups: kill -9 of a run mid-print cancels its held jobs within 3 s, leaves no process; --resume prints each unlogged report once" {
+	local d=$BATS_TEST_TMPDIR args=(selftest --tasks 6 --report-bytes 700) before ids logged lps f k
+	run cowrun -o "$d/plain" "${args[@]}"
+	[ "$status" -eq 0 ]
+	before=$(creates)
+	REAPER_TIMEOUT=60 "$REAPER" "$COWRUN" -j 2 -o "$d/out" --joblog "$d/log" \
+		--report-to "cowrun-lp -d room{%} -t kill-{#} $HOLD" "${args[@]}" >/dev/null 2>"$d/err" &
+	bg=$!
+	# two print, two more are held when the run is killed
+	wait_for 10 "two held jobs" pending_count 2
+	release $(pending)
+	wait_for 10 "two joblog rows" joblog_rows_at_least "$d/log" 2
+	wait_for 10 "the next two held jobs" pending_count 2
+	ids=$(pending)
+	lps=$(lps_of "$bg")
+	[ "$(grep -c . <<<"$lps")" -eq 2 ]
+	kill -KILL "$(cowrun_of "$bg")"
+	wait_for 3 "every process of the run to end" all_dead "$bg" $lps
+	wait "$bg" || true
+	bg=
+	# cowrun-lp cancelled both (none pending, so none prints later)
+	[ -z "$(pending)" ]
+	cancelled $ids
+	logged=$(awk -F'\t' 'NR > 1 { sub(/.*task-0*/, "", $9); print $9 + 1 }' "$d/log")
+	# what printed before the kill is what the joblog says
+	diff <(jobs_titled kill- | sed 's/.*-//' | sort) <(sort <<<"$logged")
+	run --separate-stderr cowrun -j 2 -o "$d/out" --joblog "$d/log" --resume \
+		--report-to "cowrun-lp -d room{%} -t kill-{#}" "${args[@]}"
+	echo "$stderr"
+	[ "$status" -eq 0 ]
+	assert_no_leftovers
+	[ -z "$(pending)" ]
+	# each of the six once, the logged ones from the first run, and all
+	# byte-identical to a plain run's reports
+	[ "$(jobs_titled kill- | wc -l)" -eq 6 ]
+	for k in 1 2 3 4 5 6; do [ "$(jobs_titled "kill-$k" | wc -l)" -eq 1 ]; done
+	[ "$(creates)" -eq $((before + 8)) ]
+	diff <(cd "$CUPS_RUN/jobs" && jobs_titled kill- | xargs md5sum | cut -d' ' -f1 | sort) \
+		<(cd "$d/plain" && md5sum task-* | cut -d' ' -f1 | sort)
+}
+
+# In --mode serial and omp the printers are children of the process that
+# runs the tasks, which cowrun's second signal does not kill: that process
+# must take them down itself, at once, not after their --wait-limit.
+@test "cups: a second SIGTERM in --mode serial and omp cancels the running jobs at once, not after the wait limit" {
+	local d=$BATS_TEST_TMPDIR mode n ids rc
+	for mode in serial:1 omp:2; do
+		n=${mode#*:} mode=${mode%:*} rc=0
+		"$REAPER" "$COWRUN" --mode "$mode" -j "$n" -o "$d/$mode" \
+			--report-to "cowrun-lp -d room{%} -t $mode-{#} $HOLD" \
+			selftest --tasks 4 --report-bytes 700 2>"$d/err" &
+		bg=$!
+		wait_for 10 "$n held jobs" pending_count "$n"
+		ids=$(pending)
+		kill -TERM "$(cowrun_of "$bg")"
+		pending_count "$n"
+		kill -TERM "$(cowrun_of "$bg")"
+		wait_for 5 "the run to end" all_dead "$bg"
+		wait "$bg" || rc=$?
+		bg=
+		cat "$d/err"
+		[ "$rc" -eq 143 ]
+		[ -z "$(pending)" ]
+		cancelled $ids
+		[ -z "$(jobs_titled "$mode-")" ]
+	done
 }
