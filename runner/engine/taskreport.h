@@ -9,7 +9,7 @@
 #define COWRUN_TASKREPORT_H
 
 #include "cowrun.h"
-#include "os/command.h"
+#include "os/command_run.h"
 
 #include <limits.h>
 #include <signal.h>

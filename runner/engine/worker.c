@@ -13,7 +13,7 @@
  */
 #define _GNU_SOURCE
 #include "pool_internal.h"
-#include "os/command.h"
+#include "os/command_run.h"
 #include "os/setup_arena.h"
 #include "os/signals.h"
 #include "task.h"
