@@ -266,12 +266,13 @@ static void abandon_command(struct cowrun_task *t)
 }
 
 void task_init(struct cowrun_task *t, const struct cowrun_workload *w,
-	       const char *outdir, int dirfd)
+	       const char *outdir, int dirfd, const struct report_route *route)
 {
 	memset(t, 0, sizeof *t);
 	t->workload = w;
 	t->outdir = outdir;
 	t->dirfd = dirfd;
+	t->route = route;
 	t->slot = 1;
 }
 

@@ -13,11 +13,13 @@
 
 /* Prepare a task context.  Reports are created, renamed and removed
  * relative to `dirfd`, an open directory the caller keeps open; `outdir`
- * (may be NULL) names it in messages and must outlive the context.
+ * (may be NULL) names it in messages and must outlive the context, as
+ * must `route` (the batch's: NULL, or none set, keeps each report as
+ * written).
  * Reusable: a worker keeps one for all its tasks so the record buffer is
  * allocated once. */
 void task_init(struct cowrun_task *t, const struct cowrun_workload *w,
-	       const char *outdir, int dirfd);
+	       const char *outdir, int dirfd, const struct report_route *route);
 
 /*
  * Run task k of `state`.  Returns 0 with the record in t->record /

@@ -66,24 +66,22 @@ FILE *cowrun_report(struct cowrun_task *task)
 	return task->report;
 }
 
-/* The batch's route for reports (task.h). */
-static struct report_route route = { NULL, NULL, "" };
+/* The report names' suffix in this process (taskreport.h). */
+static const char *suffix = "";
 
-void task_set_report_route(const struct report_route *r)
+void task_set_report_suffix(const char *s)
 {
-	route = *r;
-	if (route.suffix == NULL)
-		route.suffix = "";
+	suffix = s ? s : "";
 }
 
-const struct report_route *task_report_route(void)
+const char *task_report_suffix(void)
 {
-	return &route;
+	return suffix;
 }
 
 int task_report_file(const char *task_name, char *buf, size_t size)
 {
-	int n = snprintf(buf, size, "%s%s", task_name, route.suffix ? route.suffix : "");
+	int n = snprintf(buf, size, "%s%s", task_name, suffix);
 
 	return n < 0 || (size_t)n >= size ? -1 : 0;
 }
@@ -241,27 +239,28 @@ static int keep_as_final(struct cowrun_task *t, int fd, const char *temp)
  * Returns 0, or -1 with t->error; no temporary file is left either way. */
 static int route_report(struct cowrun_task *t, int fd)
 {
+	const struct report_route *route = t->route;
 	char filtered[PATH_MAX];
 	int rc = 0;
 
 	task_filtered_path(filtered, sizeof filtered, t->name, (long)getpid());
-	if (route.filter) {
+	if (route->filter) {
 		int out = create_new_at(t->dirfd, filtered, O_RDWR, 0666);
 		if (out < 0) {
 			report_error(t, "cannot create '%s%s%s': %s", in_dir(t), filtered,
 				     strerror(errno));
 			return -1;
 		}
-		rc = run_report_command(t, route.filter, fd, out);
+		rc = run_report_command(t, route->filter, fd, out);
 		close(fd);
 		unlinkat(t->dirfd, t->temp_path, 0);
 		fd = out;
 		snprintf(t->temp_path, sizeof t->temp_path, "%s", filtered);
 	}
-	if (rc == 0 && route.sink) {
+	if (rc == 0 && route->sink) {
 		/* Delivered, not kept: the file goes once the sink has read it.
 		 * What it says (a printer's job id) is captured, and tagged. */
-		rc = run_report_command(t, route.sink, fd, COMMAND_OUT_CAPTURE);
+		rc = run_report_command(t, route->sink, fd, COMMAND_OUT_CAPTURE);
 	} else if (rc == 0) {
 		int err = keep_as_final(t, fd, t->temp_path);
 		fd = -1;
@@ -288,7 +287,7 @@ int task_commit_report(struct cowrun_task *t)
 	t->report = NULL;
 	if (fflush(f) != 0 || ferror(f))
 		err = errno ? errno : EIO;
-	if (err == 0 && (route.filter || route.sink)) {
+	if (err == 0 && t->route && (t->route->filter || t->route->sink)) {
 		/* The commands read the file through its own descriptor. */
 		int fd = fcntl(fileno(f), F_DUPFD_CLOEXEC, 3);
 		fclose(f);
@@ -334,19 +333,19 @@ void task_set_temp_tag(const char *tag)
 
 void task_report_paths(char *temp, char *final, size_t size, const char *name, long pid)
 {
-	snprintf(temp, size, ".%s%s.%s.%ld.%s.tmp", name, route.suffix, host_tag(), pid, temp_tag);
+	snprintf(temp, size, ".%s%s.%s.%ld.%s.tmp", name, suffix, host_tag(), pid, temp_tag);
 	task_report_file(name, final, size);
 }
 
 void task_filtered_path(char *buf, size_t size, const char *name, long pid)
 {
-	snprintf(buf, size, ".%s%s.filtered.%s.%ld.%s.tmp", name, route.suffix, host_tag(), pid,
+	snprintf(buf, size, ".%s%s.filtered.%s.%ld.%s.tmp", name, suffix, host_tag(), pid,
 		 temp_tag);
 }
 
 void task_private_dir(char *buf, size_t size, const char *name, long pid)
 {
-	snprintf(buf, size, ".cowrun-%s%s.%s.%ld.%s.tmp", name, route.suffix, host_tag(), pid,
+	snprintf(buf, size, ".cowrun-%s%s.%s.%ld.%s.tmp", name, suffix, host_tag(), pid,
 		 temp_tag);
 }
 

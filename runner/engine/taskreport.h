@@ -33,21 +33,26 @@ struct cowrun_task {
 	unsigned char *record;     /* result record being built */
 	size_t record_len, record_cap;
 	char error[512];           /* why it failed, when it did */
+	const struct report_route *route; /* the batch's; NULL: kept as written */
 };
 
 /*
- * Where every report of this process's batch goes (--report-filter,
- * --report-to, --report-suffix), set once before the task phase like the
- * temporary names' tag: the commands are parsed (command.h) and outlive
- * the batch; the suffix is appended to every report's file name.
+ * Where every report of a batch goes (--report-filter, --report-to,
+ * --report-suffix): parsed once for the batch and kept on it (struct
+ * batch), handed to each task by task_init(); the commands (command.h)
+ * outlive the task phase.
  */
 struct report_route {
 	const struct command *filter;  /* NULL: the report is kept as written */
 	const struct command *sink;    /* NULL: the report is kept as a file */
 	const char *suffix;            /* "" or NULL: none */
 };
-void task_set_report_route(const struct report_route *route);
-const struct report_route *task_report_route(void);
+
+/* The suffix appended to every report's file name in this process (the
+ * batch's route's), set once before the task phase like the temporary
+ * names' tag: NULL or "" for none. */
+void task_set_report_suffix(const char *suffix);
+const char *task_report_suffix(void);
 
 /* A report's file name in the output directory: the task's name and the
  * suffix.  Returns 0, or -1 if it does not fit in `size`. */
