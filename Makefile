@@ -176,7 +176,7 @@ bin/cowrun-lp: tools/cowrun-lp.c
 		$$($(CUPS_CONFIG) --libs) -lm
 
 # cowrun-supervise (tools/supervise.c): what the runner spawns instead of a
-# report's command, so the command dies with the run (runner/os/command.h).
+# report's command, so the command dies with the run (runner/os/command_run.h).
 # Static where the C library allows (no dynamic loading per report), else
 # dynamic.  Never under the sanitizers, as build/tests/reaper: it is a
 # subreaper, where LeakSanitizer's stop-the-world at exit once spun.  A
@@ -187,8 +187,8 @@ bin/cowrun-supervise: tools/supervise.c
 	$(CC) -std=gnu11 $(WARNINGS) -O2 -g -static -o $@ $< 2>/dev/null || \
 		$(CC) -std=gnu11 $(WARNINGS) -O2 -g -o $@ $<
 SUPERVISE_RELPATH := $(shell realpath -m --relative-to='$(bindir)' '$(libexecdir)/cowrun/cowrun-supervise')
-build/runner/os/command.o: ALL_CFLAGS += -DCOWRUN_SUPERVISE_RELPATH='"$(SUPERVISE_RELPATH)"'
-build/runner/os/command.o: build/supervise-config
+build/runner/os/command_run.o: ALL_CFLAGS += -DCOWRUN_SUPERVISE_RELPATH='"$(SUPERVISE_RELPATH)"'
+build/runner/os/command_run.o: build/supervise-config
 build/supervise-config: FORCE
 	@mkdir -p $(@D)
 	@echo '$(SUPERVISE_RELPATH)' | cmp -s - $@ || echo '$(SUPERVISE_RELPATH)' > $@

@@ -1,6 +1,6 @@
 /*
  * supervise.c - cowrun-supervise, what the runner spawns instead of a
- * report's command (runner/os/command.c), so the command dies with the
+ * report's command (runner/os/command_run.c), so the command dies with the
  * run even when cowrun and its workers are SIGKILLed.
  *
  *   cowrun-supervise FD PPID GRACE_MS PROGRAM [ARGS...]
@@ -63,7 +63,7 @@ static int spawn_attributes(posix_spawnattr_t *attr)
 
 	if (err)
 		return err;
-	/* Every bit, not sigfillset(): see command.c's spawn_attributes(). */
+	/* Every bit, not sigfillset(): see command_run.c's spawn_attributes(). */
 	memset(&all, 0xff, sizeof all);
 	sigdelset(&all, SIGKILL);
 	sigdelset(&all, SIGSTOP);

@@ -12,6 +12,7 @@
 #include "files/joblog.h"
 #include "progress.h"
 #include "reorder.h"
+#include "taskreport.h"
 #include "files/wire.h"
 
 #include <fcntl.h>
@@ -69,6 +70,8 @@ struct batch {
 	size_t killed;           /* running tasks killed by --halt now or a 2nd signal */
 	int stopped;             /* stopping has begun */
 	struct progress progress;
+	struct report_route route; /* where its reports go (run_route_reports());
+				    * zero: each kept as written */
 };
 
 /* Set up the in-order buffer and leave unselected tasks out.  Returns 0

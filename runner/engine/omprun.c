@@ -48,7 +48,8 @@ int omp_run(struct batch *b, size_t threads)
 	{
 		struct cowrun_task task;
 
-		task_init(&task, b->workload, batch_outdir_label(b), batch_outdir_fd(b));
+		task_init(&task, b->workload, batch_outdir_label(b), batch_outdir_fd(b),
+			  &b->route);
 		task.slot = (unsigned long)omp_get_thread_num() + 1;   /* {%} */
 		#pragma omp for schedule(dynamic)
 		for (long i = 0; i < n; i++) {

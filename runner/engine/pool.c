@@ -13,7 +13,7 @@
 #define _GNU_SOURCE
 #include "pool_internal.h"
 #include "task.h"
-#include "os/command.h"
+#include "os/command_run.h"
 #include "os/memavail.h"
 #include "os/signals.h"
 #include "os/util.h"
@@ -566,7 +566,7 @@ static pid_t reap_worker_group(pid_t pid, int *status, uint64_t grace_until)
 
 /*
  * The supervisor of the command worker i was running when it died: in a
- * group of its own (os/command.h), so not reaped with the worker's, and
+ * group of its own (os/command_run.h), so not reaped with the worker's, and
  * ours now (the pool is a subreaper).  It takes its command's group down
  * (SIGTERM, the grace period, SIGKILL) and exits: wait for it, so no
  * command outlives the run and a replacement never runs beside it.  A pid

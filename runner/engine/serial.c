@@ -17,7 +17,7 @@ int serial_run(struct batch *b)
 	struct cowrun_task task;
 	int rc = 0;
 
-	task_init(&task, b->workload, batch_outdir_label(b), batch_outdir_fd(b));
+	task_init(&task, b->workload, batch_outdir_label(b), batch_outdir_fd(b), &b->route);
 	for (size_t i = 0; i < batch_count(b) && rc == 0 && !batch_stopping(b); i++) {
 		struct attempt a = { .task = batch_task(b, i), .pid = (long)getpid() };
 		if (!batch_pending(b, a.task))

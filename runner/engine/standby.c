@@ -225,7 +225,7 @@ int standby_fits(const struct batch *b)
 	/* Root can give it any user; anyone else only their own.  A batch
 	 * whose reports go through commands forks: the brief carries no
 	 * route. */
-	const struct report_route *r = task_report_route();
+	const struct report_route *r = &b->route;
 	if (r->filter || r->sink || (r->suffix && r->suffix[0]))
 		return 0;
 	return standby.pid != 0 && b->workload == standby.workload && b->state == standby.state &&

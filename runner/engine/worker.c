@@ -13,7 +13,7 @@
  */
 #define _GNU_SOURCE
 #include "pool_internal.h"
-#include "os/command.h"
+#include "os/command_run.h"
 #include "os/setup_arena.h"
 #include "os/signals.h"
 #include "task.h"
@@ -290,7 +290,7 @@ void worker_main(struct pool *p, size_t slot, int fd)
 	if (wire_writer_init(&out, fd, PIPE_BUFFER_BYTES) != 0)
 		_exit(WORKER_EXIT_NOMEM);
 	task_init(&task, p->batch->workload, batch_outdir_label(p->batch),
-		  batch_outdir_fd(p->batch));
+		  batch_outdir_fd(p->batch), &p->batch->route);
 	task.slot = slot + 1;   /* {%}: a replacement takes its predecessor's */
 	task_set_tasks_per_worker(p->tasks_per_worker);
 	for (;;) {

@@ -73,9 +73,8 @@ static size_t show_tasks(const struct run_config *cfg, const void *plan, size_t 
 
 /* The commands each report goes through or to, as they would run for
  * the first task ({} {/} {#} {%} filled in for task 0 on slot 1). */
-static void show_commands(void)
+static void show_commands(const struct report_route *r)
 {
-	const struct report_route *r = task_report_route();
 	const struct command *cmds[2] = { r->filter, r->sink };
 	static const char *const labels[2] = { "filter", "report-to" };
 	const struct command_values first = { "NAME", 1, 1, "PATH", NULL };
@@ -196,6 +195,7 @@ int run_dry(const struct run_config *cfg)
 {
 	const struct cowrun_workload *w = cfg->workload;
 	struct sidefiles files;
+	struct report_route route = { NULL, NULL, NULL };
 	size_t *selected = NULL, count = 0;
 	void *plan = NULL;
 	int rc = EXIT_USAGE;
@@ -212,7 +212,7 @@ int run_dry(const struct run_config *cfg)
 	    ((w->flags & COWRUN_WRITES_REPORTS) && outdir_check_existing(cfg->outdir) != 0) ||
 	    (cfg->nmerge == 0 && run_check_inputs(cfg) != 0))   /* a merge may need none */
 		goto refused;
-	if (run_route_reports(cfg) != 0 || make_plan(cfg, &plan) < 0 ||
+	if (run_route_reports(cfg, &route) != 0 || make_plan(cfg, &plan) < 0 ||
 	    (plan && (count = show_tasks(cfg, plan, &selected)) == (size_t)-1))
 		goto refused;
 	if (!plan)
@@ -220,7 +220,7 @@ int run_dry(const struct run_config *cfg)
 			: "known after the setup (the workload names them from what it builds)");
 	show_resources(cfg, count, plan != NULL);
 	if (cfg->nmerge == 0) {
-		show_commands();
+		show_commands(&route);
 		show_files(cfg, plan, selected, count);
 	}
 	printf("would      start\n");
@@ -231,7 +231,7 @@ refused:
 out:
 	if (plan && w->teardown)
 		w->teardown(plan);
-	run_unroute_reports();
+	run_unroute_reports(&route);
 	free(selected);
 	return rc;
 }

@@ -662,7 +662,7 @@ static int routed_finish(struct batch *b, const struct selection *sel, const cha
 	struct entries mine = { 0 }, stale = { 0 }, superseded = { 0 };
 	char own[NAME_MAX + 1], **names = NULL, **sent = NULL, routed[64];
 	size_t nnames = 0, nsent = 0;
-	const char *text = command_text(task_report_route()->sink);
+	const char *text = command_text(b->route.sink);
 	int rc = -1;
 
 	manifest_name(o->workload, o->script, sel, own, sizeof own);
@@ -716,7 +716,7 @@ int manifest_finish(struct batch *b, const struct selection *sel, const char *id
 
 	if (!(b->workload->flags & COWRUN_WRITES_REPORTS) || dirfd < 0)
 		return 0;
-	if (task_report_route()->sink)
+	if (b->route.sink)
 		return routed_finish(b, sel, identity, clean, stopped, &o, dirfd);
 	manifest_name(o.workload, o.script, sel, own, sizeof own);
 	if ((names = batch_names(b, 0, &nnames)) == NULL || read_earlier(dirfd, &o, &r) != 0 ||

@@ -26,7 +26,7 @@ static int compare_strings(const void *a, const void *b)
  * files start with '.'), not empty. */
 static int bad_task_name(const char *name)
 {
-	const char *suffix = task_report_route()->suffix;
+	const char *suffix = task_report_suffix();
 
 	return name[0] == '\0' || name[0] == '.' || strchr(name, '/') != NULL ||
 	       strlen(name) >= COWRUN_NAME_MAX - 1 + strlen(suffix ? suffix : "");

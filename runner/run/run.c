@@ -502,13 +502,11 @@ int run_check_report_commands(const struct run_config *cfg)
 	return 0;
 }
 
-/* The commands of the route set, this process's to free. */
-static struct command *routed[2];
-
-int run_route_reports(const struct run_config *cfg)
+int run_route_reports(const struct run_config *cfg, struct report_route *route)
 {
 	static const char *const options[2] = { "--report-filter", "--report-to" };
 	const char *texts[2] = { cfg->report_filter, cfg->report_to };
+	struct command *routed[2] = { NULL, NULL };
 	char why[256];
 
 	for (int i = 0; i < 2; i++) {
@@ -517,7 +515,9 @@ int run_route_reports(const struct run_config *cfg)
 		routed[i] = command_parse(options[i], texts[i], why, sizeof why);
 		if (routed[i] == NULL) {
 			warnx_("%s", why);
-			run_unroute_reports();
+			command_free(routed[0]);
+			*route = (struct report_route){ NULL, NULL, NULL };
+			task_set_report_suffix(NULL);
 			return -1;
 		}
 		if (cfg->verbose)
@@ -525,17 +525,18 @@ int run_route_reports(const struct run_config *cfg)
 			       ? "shell syntax: runs under /bin/sh -c, each value shell-quoted"
 			       : "no shell syntax: split into words and run directly");
 	}
-	task_set_report_route(&(struct report_route){ routed[0], routed[1], cfg->report_suffix });
+	*route = (struct report_route){ routed[0], routed[1], cfg->report_suffix };
+	task_set_report_suffix(cfg->report_suffix);
 	return 0;
 }
 
-void run_unroute_reports(void)
+void run_unroute_reports(struct report_route *route)
 {
-	task_set_report_route(&(struct report_route){ NULL, NULL, NULL });
-	for (int i = 0; i < 2; i++) {
-		command_free(routed[i]);
-		routed[i] = NULL;
-	}
+	task_set_report_suffix(NULL);
+	/* The commands are the route's own (run_route_reports()). */
+	command_free((struct command *)route->filter);
+	command_free((struct command *)route->sink);
+	*route = (struct report_route){ NULL, NULL, NULL };
 }
 
 int run_batch(const struct run_config *cfg, struct batch *b, struct sidefiles *files)
@@ -558,7 +559,8 @@ int run_batch(const struct run_config *cfg, struct batch *b, struct sidefiles *f
 	if (cfg->verbose)
 		warnx_("seed %" PRIu64 "%s: each task's seed derives from it and the task's number",
 		       cfg->seed, cfg->seed_given ? "" : " (the default; --seed N changes it)");
-	if (identity == NULL || add_run_id(&identity) != 0 || run_route_reports(cfg) != 0)
+	if (identity == NULL || add_run_id(&identity) != 0 ||
+	    run_route_reports(cfg, &b->route) != 0)
 		goto out;
 	const int fds[2] = { files->joblog.fd, files->paths.journal_fd };
 	/* The joblog's name as the side files have it: absolute after a
@@ -585,7 +587,7 @@ int run_batch(const struct run_config *cfg, struct batch *b, struct sidefiles *f
 		rc = execute(cfg, b, files, identity, resume.journal_found ? resume.keep : 0,
 			     save_resumed ? &resume : NULL);
 out:
-	run_unroute_reports();
+	run_unroute_reports(&b->route);
 	resume_free(&resume);
 	free(selected);
 	free(identity);

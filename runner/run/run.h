@@ -70,11 +70,12 @@ int run_dry(const struct run_config *cfg);
  * line: "--report-to: cannot run 'lpx': not found on PATH". */
 int run_check_report_commands(const struct run_config *cfg);
 
-/* Where this process's reports go (--report-filter, --report-to,
- * --report-suffix): the commands parsed and set with
- * task_set_report_route() until run_unroute_reports().  With -v, says how
- * each runs.  Returns 0 or -1 after a message. */
-int run_route_reports(const struct run_config *cfg);
-void run_unroute_reports(void);
+/* Where a batch's reports go (--report-filter, --report-to,
+ * --report-suffix): the commands parsed into *route (a batch's, handed to
+ * each task by task_init()) and its suffix set for this process's report
+ * names (task_set_report_suffix()), until run_unroute_reports() frees
+ * them.  With -v, says how each runs.  Returns 0 or -1 after a message. */
+int run_route_reports(const struct run_config *cfg, struct report_route *route);
+void run_unroute_reports(struct report_route *route);
 
 #endif

@@ -1,5 +1,5 @@
 /*
- * test_command.c - unit tests for runner/os/command.c: telling a direct
+ * test_command.c - unit tests for runner/os/command.c and command_run.c: telling a direct
  * command from a shell one, values that arrive whole and literal however
  * they are quoted, stdin and stdout, failures named by the last line of
  * stderr, and what the child gets: default signals, descriptors 0 to 2
@@ -23,7 +23,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "os/command.h"
+#include "os/command_run.h"
 #include "scratch.h"
 
 #define OPTION "--report-filter"
