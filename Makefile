@@ -182,10 +182,10 @@ bin/cowrun-lp: tools/cowrun-lp.c
 # subreaper, where LeakSanitizer's stop-the-world at exit once spun.  A
 # checkout's bin/cowrun finds it beside itself; the installed one under
 # $(libexecdir)/cowrun, by the path from $(bindir) compiled in.
-bin/cowrun-supervise: tools/supervise.c
+bin/cowrun-supervise: tools/supervise.c runner/os/spawnattr.h
 	@mkdir -p $(@D)
-	$(CC) -std=gnu11 $(WARNINGS) -O2 -g -static -o $@ $< 2>/dev/null || \
-		$(CC) -std=gnu11 $(WARNINGS) -O2 -g -o $@ $<
+	$(CC) -std=gnu11 $(WARNINGS) -Irunner -O2 -g -static -o $@ $< 2>/dev/null || \
+		$(CC) -std=gnu11 $(WARNINGS) -Irunner -O2 -g -o $@ $<
 SUPERVISE_RELPATH := $(shell realpath -m --relative-to='$(bindir)' '$(libexecdir)/cowrun/cowrun-supervise')
 build/runner/os/command_run.o: ALL_CFLAGS += -DCOWRUN_SUPERVISE_RELPATH='"$(SUPERVISE_RELPATH)"'
 build/runner/os/command_run.o: build/supervise-config

@@ -44,6 +44,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "os/spawnattr.h"   /* header-only: no runner code is linked */
+
 extern char **environ;
 
 static long parse_number(const char *s)
@@ -56,34 +58,13 @@ static long parse_number(const char *s)
 	return errno || end == s || *end || v < 0 ? -1 : v;
 }
 
-static int spawn_attributes(posix_spawnattr_t *attr)
-{
-	sigset_t all, none;
-	int err = posix_spawnattr_init(attr);
-
-	if (err)
-		return err;
-	/* Every bit, not sigfillset(): see command_run.c's spawn_attributes(). */
-	memset(&all, 0xff, sizeof all);
-	sigdelset(&all, SIGKILL);
-	sigdelset(&all, SIGSTOP);
-	sigemptyset(&none);
-	if ((err = posix_spawnattr_setsigdefault(attr, &all)) != 0 ||
-	    (err = posix_spawnattr_setsigmask(attr, &none)) != 0 ||
-	    (err = posix_spawnattr_setpgroup(attr, 0)) != 0 ||
-	    (err = posix_spawnattr_setflags(attr, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK |
-					    POSIX_SPAWN_SETPGROUP)) != 0)
-		posix_spawnattr_destroy(attr);
-	return err;
-}
-
 /* The command, in its own group, with 0, 1 and 2 only.  Returns 0 or an
  * error number. */
 static int start(char **argv, pid_t *pid)
 {
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t attr;
-	int err = spawn_attributes(&attr);
+	int err = spawnattr_own_group_default_signals(&attr);
 
 	if (err)
 		return err;

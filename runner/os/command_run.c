@@ -6,6 +6,7 @@
 #define _GNU_SOURCE
 #include "command_run.h"
 #include "command_internal.h"
+#include "spawnattr.h"
 #include "signals.h"
 #include "util.h"
 
@@ -49,37 +50,6 @@ static int stderr_file(void)
 	if (fd < 0)
 		fd = memfd_create("cowrun-stderr", MFD_CLOEXEC);
 	return fd;
-}
-
-/*
- * The child's signals: every catchable one at its default action, none
- * blocked, whatever the caller ignores or blocks.  Returns 0 or an
- * error number.
- *
- * Every bit set, not sigfillset(): that leaves out glibc's own signals
- * 32 and 33, and glibc's posix_spawn() then sets those to SIG_IGN in the
- * child (it runs with all blocked until the exec), which the exec keeps:
- * the program would start with them ignored.  At SIG_DFL before the
- * exec they are no danger: glibc sends them only to the caller's own
- * threads, never to the child.
- */
-static int spawn_attributes(posix_spawnattr_t *attr)
-{
-	sigset_t all, none;
-	int err = posix_spawnattr_init(attr);
-
-	if (err)
-		return err;
-	memset(&all, 0xff, sizeof all);
-	sigdelset(&all, SIGKILL);
-	sigdelset(&all, SIGSTOP);
-	sigemptyset(&none);
-	if ((err = posix_spawnattr_setsigdefault(attr, &all)) != 0 ||
-	    (err = posix_spawnattr_setsigmask(attr, &none)) != 0 ||
-	    (err = posix_spawnattr_setflags(attr, POSIX_SPAWN_SETSIGDEF |
-					    POSIX_SPAWN_SETSIGMASK)) != 0)
-		posix_spawnattr_destroy(attr);
-	return err;
 }
 
 /* The supervisor's descriptors: 0, 1 (COMMAND_OUT_CAPTURE: the stderr
@@ -196,12 +166,7 @@ static int spawn(char **argv, int in_fd, int out_fd, int err_fd, int report, pid
 	args[2] = ppid_arg;
 	args[3] = grace_arg;
 	memcpy(args + 4, argv, (n + 1) * sizeof *args);
-	err = spawn_attributes(&attr);
-	if (err == 0 && (err = posix_spawnattr_setpgroup(&attr, 0)) == 0) {
-		short flags;
-		posix_spawnattr_getflags(&attr, &flags);
-		err = posix_spawnattr_setflags(&attr, flags | POSIX_SPAWN_SETPGROUP);
-	}
+	err = spawnattr_own_group_default_signals(&attr);
 	if (err == 0) {
 		err = spawn_files(&fa, in_fd, out_fd, err_fd, report);
 		if (err == 0) {
