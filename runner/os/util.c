@@ -452,13 +452,66 @@ int name_unnamed(int fd, const char *path)
 	if (temp_name_beside(temp, sizeof temp, path) != 0 ||
 	    linkat(AT_FDCWD, proc, AT_FDCWD, temp, AT_SYMLINK_FOLLOW) != 0)
 		return -1;
-	if (rename(temp, path) != 0) {
+	return commit_rename_at(AT_FDCWD, temp, path);
+}
+
+int commit_rename_at(int dirfd, const char *temp, const char *path)
+{
+	if (renameat(dirfd, temp, dirfd, path) != 0) {
 		int saved = errno;
-		unlink(temp);
+		unlinkat(dirfd, temp, 0);
 		errno = saved;
 		return -1;
 	}
 	return 0;
+}
+
+/* Remove temp after the failure `err`.  Returns -1 with
+ * errno = err. */
+static int commit_failed(int dirfd, const char *temp, int err)
+{
+	unlinkat(dirfd, temp, 0);   /* what was written is not kept */
+	errno = err;
+	return -1;
+}
+
+int commit_fd_at(int dirfd, int fd, const char *temp, const char *path, int flags)
+{
+	int err = (flags & COMMIT_FSYNC) && fsync(fd) != 0 ? errno : 0;
+
+	if (close(fd) != 0 && err == 0)
+		err = errno;
+	return err != 0 ? commit_failed(dirfd, temp, err) : commit_rename_at(dirfd, temp, path);
+}
+
+int commit_stream_at(int dirfd, FILE *f, const char *temp, const char *path, int flags)
+{
+	int err = 0;
+
+	if (fflush(f) != 0 || ferror(f))
+		err = errno ? errno : EIO;
+	if (err == 0 && (flags & COMMIT_FSYNC) && fsync(fileno(f)) != 0)
+		err = errno;
+	if (fclose(f) != 0 && err == 0)
+		err = errno;
+	return err != 0 ? commit_failed(dirfd, temp, err) : commit_rename_at(dirfd, temp, path);
+}
+
+int commit_new_file_at(int dirfd, const char *path, const void *data, size_t size, mode_t mode,
+		       int flags)
+{
+	char temp[PATH_MAX];
+	int fd = temp_name_beside(temp, sizeof temp, path) == 0
+		? create_new_at(dirfd, temp, O_WRONLY, mode) : -1;
+
+	if (fd < 0)
+		return -1;   /* nothing of ours to remove */
+	if (write_all(fd, data, size) != 0) {
+		int err = errno;
+		close(fd);
+		return commit_failed(dirfd, temp, err);
+	}
+	return commit_fd_at(dirfd, fd, temp, path, flags);
 }
 
 int open_dir_nofollow(const char *path)

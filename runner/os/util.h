@@ -6,6 +6,7 @@
 #define COWRUN_UTIL_H
 
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -113,6 +114,36 @@ int create_unnamed_beside(const char *path, int flags, mode_t mode);
  * renamed over `path`.  Returns 0, or -1 with errno (nothing left under
  * the temporary name). */
 int name_unnamed(int fd, const char *path);
+
+/*
+ * Committing a file: it is written under a temporary name beside its
+ * final one (temp_name_beside(), create_new_at()), then renamed over the
+ * final name, so that a reader sees the old file or the whole new one.
+ * Each function below ends the temporary file either way: under the final
+ * name on success, removed on failure.  Paths are relative to dirfd (or
+ * AT_FDCWD); errno is the first failure's; the directory is not fsync'd.
+ */
+#define COMMIT_FSYNC 1   /* fsync the file before the rename: durable */
+
+/* Rename `temp` over `path`; on failure remove `temp`.  Returns 0 or -1
+ * with errno. */
+int commit_rename_at(int dirfd, const char *temp, const char *path);
+
+/* fsync `fd` (with COMMIT_FSYNC in flags), close it, then
+ * commit_rename_at().  The descriptor is closed either way.  Returns 0 or
+ * -1 with errno. */
+int commit_fd_at(int dirfd, int fd, const char *temp, const char *path, int flags);
+
+/* The same for a stream: fflush(), no error on it (EIO where errno says
+ * none), fsync (COMMIT_FSYNC), fclose(), the rename.  `f` is closed
+ * either way.  Returns 0 or -1 with errno. */
+int commit_stream_at(int dirfd, FILE *f, const char *temp, const char *path, int flags);
+
+/* Write size bytes of data as the whole new file `path`, mode & ~umask,
+ * committed (flags as for commit_fd_at()).  Returns 0 or -1 with errno;
+ * nothing is left under a temporary name. */
+int commit_new_file_at(int dirfd, const char *path, const void *data, size_t size, mode_t mode,
+		       int flags);
 
 /* CPUs this run may use, at least 1 (cpus.c): the smallest of the
  * affinity mask, the cgroup's CPU quota (rounded up) and
