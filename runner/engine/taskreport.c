@@ -6,7 +6,7 @@
  */
 #define _GNU_SOURCE
 #include "taskreport.h"
-#include "os/util.h"
+#include "os/fileops.h"
 
 #include <errno.h>
 #include <fcntl.h>

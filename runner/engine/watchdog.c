@@ -10,6 +10,8 @@
 #include "os/signals.h"
 #include "task.h"
 #include "os/util.h"
+#include "os/fileops.h"
+#include "os/process.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -5,6 +5,7 @@
 #include "results.h"
 #include "runid.h"
 #include "os/util.h"
+#include "os/fileops.h"
 
 #include <errno.h>
 #include <inttypes.h>

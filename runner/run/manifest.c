@@ -9,6 +9,7 @@
 #include "files/inputid.h"
 #include "os/command.h"
 #include "os/util.h"
+#include "os/fileops.h"
 
 #include <dirent.h>
 #include <errno.h>

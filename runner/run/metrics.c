@@ -4,6 +4,7 @@
  */
 #include "metrics.h"
 #include "os/util.h"
+#include "os/fileops.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -9,6 +9,7 @@
 #include "engine/batch.h"
 #include "os/procstat.h"
 #include "os/util.h"
+#include "os/fileops.h"
 
 #include <errno.h>
 #include <fcntl.h>

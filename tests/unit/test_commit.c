@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "os/util.h"
+#include "os/fileops.h"
 #include "scratch.h"
 
 struct fixture {
