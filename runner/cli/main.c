@@ -7,6 +7,7 @@
 #define _GNU_SOURCE
 #include "files/results.h"
 #include "os/util.h"
+#include "os/fileops.h"
 #include "run/config.h"
 #include "run/run.h"
 #include "serve/serve.h"

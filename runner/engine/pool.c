@@ -17,6 +17,7 @@
 #include "os/memavail.h"
 #include "os/signals.h"
 #include "os/util.h"
+#include "os/process.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -18,6 +18,7 @@
 #include "task.h"
 #include "os/fdpass.h"
 #include "os/util.h"
+#include "os/process.h"
 
 #include <errno.h>
 #include <grp.h>

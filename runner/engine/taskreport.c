@@ -6,7 +6,7 @@
  */
 #define _GNU_SOURCE
 #include "taskreport.h"
-#include "os/util.h"
+#include "os/fileops.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -220,19 +220,6 @@ static int run_report_command(struct cowrun_task *t, const struct command *c, in
 	return rc;
 }
 
-/* fsync and close `fd`, then rename `temp` to the report's final name.
- * Returns 0 or an errno value; the descriptor is closed either way. */
-static int keep_as_final(struct cowrun_task *t, int fd, const char *temp)
-{
-	int err = fsync(fd) != 0 ? errno : 0;
-
-	if (close(fd) != 0 && err == 0)
-		err = errno;
-	if (err == 0 && renameat(t->dirfd, temp, t->dirfd, t->final_path) != 0)
-		err = errno;
-	return err;
-}
-
 /* The report is written and flushed (descriptor `fd`, under temp_path):
  * pass it through the batch's filter, then keep it or hand it to the
  * sink.  The final name appears only once every command has succeeded.
@@ -262,11 +249,11 @@ static int route_report(struct cowrun_task *t, int fd)
 		 * What it says (a printer's job id) is captured, and tagged. */
 		rc = run_report_command(t, route->sink, fd, COMMAND_OUT_CAPTURE);
 	} else if (rc == 0) {
-		int err = keep_as_final(t, fd, t->temp_path);
+		int failed = commit_fd_at(t->dirfd, fd, t->temp_path, t->final_path, COMMIT_FSYNC);
 		fd = -1;
-		if (err != 0) {
+		if (failed) {
 			report_error(t, "cannot write '%s%s%s': %s", in_dir(t), t->final_path,
-				     strerror(err));
+				     strerror(errno));
 			rc = -1;
 		}
 	}
@@ -298,11 +285,9 @@ int task_commit_report(struct cowrun_task *t)
 		}
 		return route_report(t, fd);
 	}
-	if (err == 0 && fsync(fileno(f)) != 0)
-		err = errno;
-	if (fclose(f) != 0 && err == 0)
-		err = errno;
-	if (err == 0 && renameat(t->dirfd, t->temp_path, t->dirfd, t->final_path) != 0)
+	if (err != 0)
+		fclose(f);
+	else if (commit_stream_at(t->dirfd, f, t->temp_path, t->final_path, COMMIT_FSYNC) != 0)
 		err = errno;
 	if (err != 0) {
 		report_error(t, "cannot write '%s%s%s': %s", in_dir(t), t->final_path,

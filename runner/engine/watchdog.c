@@ -10,6 +10,8 @@
 #include "os/signals.h"
 #include "task.h"
 #include "os/util.h"
+#include "os/fileops.h"
+#include "os/process.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -228,18 +230,11 @@ static void on_exit_called(void)
 	atomic_store(&area->culprit, my_task);
 }
 
-/* SIGSEGV: a write to the frozen arena is said in fork mode's words; any
- * other fault crashes as it would have. */
-static void on_segv(int sig, siginfo_t *info, void *context)
+/* A write to the frozen arena (setup_arena_catch_frozen_writes()): this
+ * thread's task ended the run. */
+static void record_culprit(void)
 {
-	(void)context;
-
-	if (info->si_code > 0 && setup_arena_fault_text(info->si_addr, area->fault, sizeof area->fault)) {
-		atomic_store(&area->culprit, my_task);
-		_exit(CHILD_EXIT_FROZEN);
-	}
-	signal(sig, SIG_DFL);
-	raise(sig);
+	atomic_store(&area->culprit, my_task);
 }
 
 static void become_watched(pid_t parent, int catch_frozen)
@@ -248,14 +243,9 @@ static void become_watched(pid_t parent, int catch_frozen)
 	if (getppid() != parent)
 		_exit(CHILD_EXIT_ORPHAN);
 	atexit(on_exit_called);
-	if (catch_frozen) {
-		struct sigaction sa;
-		memset(&sa, 0, sizeof sa);
-		sa.sa_sigaction = on_segv;
-		sa.sa_flags = SA_SIGINFO;
-		sigemptyset(&sa.sa_mask);
-		sigaction(SIGSEGV, &sa, NULL);
-	}
+	if (catch_frozen)   /* said in fork mode's words */
+		setup_arena_catch_frozen_writes(area->fault, sizeof area->fault, CHILD_EXIT_FROZEN,
+						record_culprit);
 }
 
 int watchdog_start(const struct batch *b, size_t nslots, int catch_frozen, int *status)

@@ -219,36 +219,6 @@ static int run_and_send(struct pool *p, size_t slot, struct cowrun_task *task,
 	return rc != 0 ? -1 : ok;
 }
 
-/* ---- writes to the frozen setup arena ---- */
-
-/* The fault handler's view: set once, before the handler is installed. */
-static struct shared_slot *fault_slot;
-
-/* SIGSEGV: a write to the frozen arena is the task's bug, said plainly
- * through the shared slot; any other fault crashes as it would have. */
-static void on_segv(int sig, siginfo_t *info, void *context)
-{
-	(void)context;
-
-	if (info->si_code > 0 &&
-	    setup_arena_fault_text(info->si_addr, fault_slot->fault, sizeof fault_slot->fault))
-		_exit(WORKER_EXIT_FROZEN);
-	signal(sig, SIG_DFL);
-	raise(sig); /* delivered with the default action once we return */
-}
-
-static void catch_frozen_writes(struct shared_slot *me)
-{
-	struct sigaction sa;
-
-	fault_slot = me;
-	memset(&sa, 0, sizeof sa);
-	sa.sa_sigaction = on_segv;
-	sa.sa_flags = SA_SIGINFO;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGSEGV, &sa, NULL);
-}
-
 /* The worker's last frame: what it cost. */
 static int send_stats(struct wire_writer *out, uint64_t start_delay, uint64_t tasks,
 		      int with_memory)
@@ -285,8 +255,8 @@ void worker_main(struct pool *p, size_t slot, int fd)
 
 	become_worker(p);
 	command_publish_to(&me->supervisor);
-	if (p->catch_frozen_writes)
-		catch_frozen_writes(me);
+	if (p->catch_frozen_writes)   /* said through the shared slot */
+		setup_arena_catch_frozen_writes(me->fault, sizeof me->fault, WORKER_EXIT_FROZEN, NULL);
 	if (wire_writer_init(&out, fd, PIPE_BUFFER_BYTES) != 0)
 		_exit(WORKER_EXIT_NOMEM);
 	task_init(&task, p->batch->workload, batch_outdir_label(p->batch),

@@ -5,6 +5,7 @@
 #include "results.h"
 #include "runid.h"
 #include "os/util.h"
+#include "os/fileops.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -151,19 +152,12 @@ int results_commit(struct results_writer *w)
 		results_abort(w);
 		return -1;
 	}
-	int rc = close(w->fd);
+	/* fsync'd above: a failure there is the temporary's, one here the
+	 * final name's. */
+	int rc = w->by_fd ? close(w->fd) : commit_fd_at(AT_FDCWD, w->fd, w->temp, w->final, 0);
 	w->fd = -1;
-	if (w->by_fd && rc != 0)
+	if (rc != 0)
 		warnx_("cannot save '%s': %s", w->final, strerror(errno));
-	if (w->by_fd) {
-		wire_writer_free(&w->out);
-		return rc;
-	}
-	if (rc != 0 || rename(w->temp, w->final) != 0) {
-		warnx_("cannot save '%s': %s", w->final, strerror(errno));
-		unlink(w->temp);
-		rc = -1;
-	}
 	wire_writer_free(&w->out);
 	return rc;
 }
@@ -710,17 +704,9 @@ static int journal_damaged(const struct journal_file *j, size_t at, size_t next,
  * Returns 0 or -1 after a message. */
 static int journal_rewrite(const struct journal_file *j, size_t size)
 {
-	char temp[PATH_MAX];
-	int fd;
-
-	fd = temp_name_beside(temp, sizeof temp, j->path) == 0
-		? create_new_at(AT_FDCWD, temp, O_WRONLY, 0666) : -1;
-	if (fd < 0 || write_all(fd, j->data, size) != 0 || fsync(fd) != 0 || close(fd) != 0 ||
-	    rename(temp, j->path) != 0) {
+	if (commit_new_file_at(AT_FDCWD, j->path, j->data, size, 0666, COMMIT_FSYNC) != 0) {
 		warnx_("--resume: cannot repair results journal '%s': %s", j->path,
 		       strerror(errno));
-		if (fd >= 0)
-			unlink(temp);
 		return -1;
 	}
 	return 0;

@@ -9,6 +9,7 @@
 #include "spawnattr.h"
 #include "signals.h"
 #include "util.h"
+#include "process.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <string.h>
 #include <unistd.h>
@@ -86,6 +87,47 @@ int setup_arena_fault_text(const void *addr, char *buf, size_t size)
 			 "(per-task data belongs outside it; --no-freeze allows it)");
 	*at = '\0';
 	return 1;
+}
+
+/* The fault handler's view: set once, before the handler is installed. */
+static struct {
+	char *fault;
+	size_t size;
+	int exit_code;
+	void (*on_fault)(void);
+} frozen_catch;
+
+/* SIGSEGV: a write to the frozen arena is the task's bug, said plainly
+ * through memory the parent reads; any other fault crashes as it would
+ * have. */
+static void on_segv(int sig, siginfo_t *info, void *context)
+{
+	(void)context;
+
+	if (info->si_code > 0 &&
+	    setup_arena_fault_text(info->si_addr, frozen_catch.fault, frozen_catch.size)) {
+		if (frozen_catch.on_fault)
+			frozen_catch.on_fault();
+		_exit(frozen_catch.exit_code);
+	}
+	signal(sig, SIG_DFL);
+	raise(sig); /* delivered with the default action once we return */
+}
+
+void setup_arena_catch_frozen_writes(char *fault, size_t size, int exit_code,
+				     void (*on_fault)(void))
+{
+	struct sigaction sa;
+
+	frozen_catch.fault = fault;
+	frozen_catch.size = size;
+	frozen_catch.exit_code = exit_code;
+	frozen_catch.on_fault = on_fault;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_sigaction = on_segv;
+	sa.sa_flags = SA_SIGINFO;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGSEGV, &sa, NULL);
 }
 
 void *cowrun_alloc(size_t size)

@@ -1,8 +1,8 @@
 /*
  * setup_arena.h - the process's one setup arena, behind cowrun_alloc() and
  * friends (cowrun.h), and what the runner does with it: create it before
- * setup, freeze it after, describe it for --verbose, and tell a worker's
- * SIGSEGV handler whether a faulting address was in it, and in what words.
+ * setup, freeze it after, describe it for --verbose, and catch a task's
+ * write to it (SIGSEGV) to say it in words.
  */
 #ifndef COWRUN_SETUP_ARENA_H
 #define COWRUN_SETUP_ARENA_H
@@ -32,5 +32,16 @@ void setup_arena_destroy(void);
  * same thing this way.
  */
 int setup_arena_fault_text(const void *addr, char *buf, size_t size);
+
+/*
+ * Install this process's SIGSEGV handler for writes to the frozen arena
+ * (fork mode's workers, the serial/omp watchdog's child): a fault in it
+ * writes setup_arena_fault_text() into fault[size] (memory the parent
+ * reads), calls on_fault (may be NULL; it runs in the signal handler, on
+ * the faulting thread, so it must be async-signal-safe) and _exit()s with
+ * exit_code.  Any other fault crashes as it would have.
+ */
+void setup_arena_catch_frozen_writes(char *fault, size_t size, int exit_code,
+				     void (*on_fault)(void));
 
 #endif

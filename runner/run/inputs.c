@@ -9,6 +9,7 @@
 #include "files/results.h"
 #include "files/runid.h"
 #include "os/util.h"
+#include "os/fileops.h"
 #include "workload/options.h"
 
 #include <dirent.h>

@@ -9,6 +9,7 @@
 #include "files/inputid.h"
 #include "os/command.h"
 #include "os/util.h"
+#include "os/fileops.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -527,15 +528,8 @@ static int write_manifest(const struct batch *b, const struct owner *o, int dirf
 		goto fail;
 	put_manifest(f, o, identity, mine, carried, routed);
 	fprintf(f, "end %zu\n", count_present(mine) + count_present(carried));
-	if (fflush(f) != 0 || ferror(f) || fsync(fileno(f)) != 0) {
-		fclose(f);
-		unlinkat(dirfd, temp, 0);
+	if (commit_stream_at(dirfd, f, temp, file, COMMIT_FSYNC) != 0)
 		goto fail;
-	}
-	if (fclose(f) != 0 || renameat(dirfd, temp, dirfd, file) != 0) {
-		unlinkat(dirfd, temp, 0);
-		goto fail;
-	}
 	return 0;
 fail:
 	warnx_("cannot write the manifest '%s' in output directory '%s': %s", file,

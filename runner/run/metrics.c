@@ -4,6 +4,7 @@
  */
 #include "metrics.h"
 #include "os/util.h"
+#include "os/fileops.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -91,12 +92,8 @@ int metrics_write(const char *path, const struct run_metrics *m)
 		return -1;
 	}
 	write_body(f, m);
-	int failed = fflush(f) != 0 || ferror(f) || fsync(fileno(f)) != 0;
-	if (fclose(f) != 0)
-		failed = 1;
-	if (failed || rename(temp, path) != 0) {
+	if (commit_stream_at(AT_FDCWD, f, temp, path, COMMIT_FSYNC) != 0) {
 		warnx_("--metrics: cannot write '%s': %s", path, strerror(errno));
-		unlink(temp);
 		return -1;
 	}
 	return 0;

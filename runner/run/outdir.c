@@ -5,6 +5,7 @@
 #include "outdir.h"
 #include "engine/task.h"
 #include "os/util.h"
+#include "os/fileops.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -25,6 +25,7 @@
 #include "os/setup_arena.h"
 #include "os/signals.h"
 #include "os/util.h"
+#include "os/fileops.h"
 #include "workload/options.h"
 
 #include <errno.h>

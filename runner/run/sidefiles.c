@@ -9,6 +9,7 @@
 #include "engine/batch.h"
 #include "os/procstat.h"
 #include "os/util.h"
+#include "os/fileops.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -425,11 +426,12 @@ static int timeline_close(struct sidefiles_temp *t, const char *path, int keep, 
 		t->f = NULL;
 		return rc;
 	}
-	if (fclose(t->f) != 0 || (keep && rename(t->temp, path) != 0)) {
+	/* Not fsync'd here (it never was), unlike the client's file above. */
+	if ((keep ? commit_stream_at(AT_FDCWD, t->f, t->temp, path, 0) : fclose(t->f)) != 0) {
 		warnx_("cannot write '%s': %s", path, strerror(errno));
 		rc = -1;
 	}
-	if (!keep || rc != 0)
+	if (!keep)
 		unlink(t->temp);
 	t->f = NULL;
 	return rc;

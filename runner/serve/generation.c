@@ -12,6 +12,7 @@
 #define _GNU_SOURCE
 #include "serve_internal.h"
 #include "os/util.h"
+#include "os/process.h"
 
 #include <errno.h>
 #include <fcntl.h>

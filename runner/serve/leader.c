@@ -17,7 +17,7 @@
 #include "guard.h"
 #include "engine/pool.h"
 #include "os/signals.h"
-#include "os/util.h"
+#include "os/process.h"
 #include "run/sidefiles.h"
 
 #include <errno.h>

@@ -15,6 +15,8 @@
 #include "serve_internal.h"
 #include "ledger.h"
 #include "os/util.h"
+#include "os/fileops.h"
+#include "os/process.h"
 
 #include <errno.h>
 #include <fcntl.h>

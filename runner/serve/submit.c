@@ -19,6 +19,7 @@
 #include "run/resume.h"
 #include "run/sidefiles.h"
 #include "os/util.h"
+#include "os/fileops.h"
 
 #include <errno.h>
 #include <fcntl.h>

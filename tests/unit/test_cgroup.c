@@ -22,7 +22,7 @@
 
 #include "os/cgroup.h"
 #include "os/memavail.h"
-#include "os/util.h"
+#include "os/fileops.h"
 #include "scratch.h"
 
 #define MIB (1024LL * 1024)

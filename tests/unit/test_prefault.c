@@ -23,7 +23,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "os/util.h"
+#include "os/process.h"
 
 #define PAGES 48        /* written below the stack */
 #define HEAP_PAGES 16   /* and in the heap (64 KiB: under malloc's mmap threshold) */

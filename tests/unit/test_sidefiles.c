@@ -28,7 +28,7 @@
 
 #include "engine/batch.h"
 #include "run/sidefiles.h"
-#include "os/util.h"
+#include "os/fileops.h"
 #include "scratch.h"
 
 static char home[PATH_MAX];   /* the directory the tests started in */
