@@ -1,7 +1,8 @@
 /*
  * task.c - running one task and the API a workload calls inside run():
- * cowrun_emit(), cowrun_task_error(), cowrun_error(), cowrun_command(); the
- * report itself (cowrun_report(), its names, its commit) is taskreport.c.
+ * cowrun_emit(), cowrun_task_error(), cowrun_command(); the report itself
+ * (cowrun_report(), its names, its commit) is taskreport.c; the workload's
+ * messages (cowrun_error(), cowrun_verbosity()) are os/workmsg.c.
  */
 #define _GNU_SOURCE
 #include "task.h"
@@ -18,29 +19,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-static const char *current_workload = "cowrun";
-/* cowrun_error()'s calls in this process: how the dry run tells a plan()
- * that refused its options from one that cannot name its tasks (both
- * return NULL, and the ABI 3 member has no other way to say which). */
-static unsigned long errors_reported;
-
-void task_set_current_workload(const char *name)
-{
-	current_workload = name;
-}
-
-static int verbosity;
-
-void task_set_verbosity(int verbose)
-{
-	verbosity = verbose;
-}
-
-int cowrun_verbosity(void)
-{
-	return verbosity;
-}
 
 static uint64_t tasks_per_worker;
 
@@ -83,26 +61,6 @@ uint64_t cowrun_seed_mix(uint64_t seed, uint64_t n)
 uint64_t cowrun_task_seed(const struct cowrun_task *task)
 {
 	return cowrun_seed_mix(run_seed, task->index);
-}
-
-void cowrun_error(const char *fmt, ...)
-{
-	char *message = NULL;
-	va_list ap;
-
-	errors_reported++;
-	va_start(ap, fmt);
-	int n = vasprintf(&message, fmt, ap);
-	va_end(ap);
-	/* Whole, however long: warnx_() shortens the values it quotes. */
-	warnx_("%s: %s", current_workload, n < 0 ? fmt : message);
-	if (n >= 0)
-		free(message);
-}
-
-unsigned long task_errors_reported(void)
-{
-	return errors_reported;
 }
 
 void cowrun_task_error(struct cowrun_task *task, const char *fmt, ...)

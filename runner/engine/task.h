@@ -31,21 +31,11 @@ int task_execute(struct cowrun_task *t, const void *state, size_t k);
 
 void task_free(struct cowrun_task *t);
 
-/* The workload named in messages by cowrun_error(). */
-void task_set_current_workload(const char *name);
-
-/* The -v level cowrun_verbosity() tells the workload. */
-void task_set_verbosity(int verbose);
-
 /* The --tasks-per-worker quota cowrun_tasks_per_worker() tells the
  * workload: set in each worker after its fork. */
 void task_set_tasks_per_worker(uint64_t quota);
 /* The run seed cowrun_run_seed() and cowrun_task_seed() derive from
  * (--seed; 0 unless given). */
 void task_set_seed(uint64_t seed);
-
-/* How many messages cowrun_error() has printed in this process so far: a
- * caller compares the counts before and after a workload's call. */
-unsigned long task_errors_reported(void);
 
 #endif

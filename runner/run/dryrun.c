@@ -13,6 +13,7 @@
 #include "outdir.h"
 #include "resume.h"
 #include "engine/task.h"
+#include "os/workmsg.h"
 #include "os/command.h"
 #include "os/memavail.h"
 #include "os/util.h"
@@ -180,7 +181,7 @@ static void print_origin(const struct cowrun_workload *w, const char *plugin_pat
 static int make_plan(const struct run_config *cfg, void **plan)
 {
 	const struct cowrun_workload *w = cfg->workload;
-	unsigned long errors = task_errors_reported();
+	unsigned long errors = workmsg_errors_reported();
 
 	*plan = NULL;
 	if (cfg->nmerge > 0 || w->abi_version < 3 || w->plan == NULL)
@@ -188,7 +189,7 @@ static int make_plan(const struct run_config *cfg, void **plan)
 	*plan = w->plan(cfg->wargc, cfg->wargv);
 	if (*plan)
 		return 1;
-	return task_errors_reported() == errors ? 0 : -1;
+	return workmsg_errors_reported() == errors ? 0 : -1;
 }
 
 int run_dry(const struct run_config *cfg)
@@ -200,8 +201,8 @@ int run_dry(const struct run_config *cfg)
 	void *plan = NULL;
 	int rc = EXIT_USAGE;
 
-	task_set_current_workload(w->name);   /* cowrun_error()'s messages */
-	task_set_verbosity(cfg->verbose);
+	workmsg_set_workload(w->name);   /* cowrun_error()'s messages */
+	workmsg_set_verbosity(cfg->verbose);
 	task_set_seed(cfg->seed);   /* plan() may order its names by hash */
 	printf("cowrun --dry-run: the plan; nothing is set up, run or written\n");
 	printf("workload   %s", w->name);

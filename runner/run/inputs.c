@@ -42,6 +42,7 @@ struct input {
 	struct inputid id;       /* after it: the one in the identity */
 };
 
+/* This process's run's inputs: one set, filled by inputs_find(). */
 static struct {
 	const struct cowrun_workload *w;
 	int argc;
@@ -52,7 +53,7 @@ static struct {
 	char *declared[DECLARED_MAX]; /* cowrun_input()'s paths, malloc'd */
 	size_t ndeclared;
 	int settled;             /* inputs_settle() began: no more are declared */
-} run;
+} inputs;
 
 static int kind_of(const struct cowrun_option *o)
 {
@@ -183,15 +184,15 @@ int inputs_find(const struct cowrun_workload *w, int argc, char **argv,
 	int declared = options_declares_inputs(w->options), i = 1;
 
 	inputs_free();
-	run.w = w;
-	run.argc = argc;
-	run.argv = argv;
+	inputs.w = w;
+	inputs.argc = argc;
+	inputs.argv = argv;
 	if (inputs_check_names(w, not_inputs, nnot) != 0 ||
 	    (own_argv(w) && own_check_names(w, argc, argv, not_inputs, nnot) != 0))
 		return -1;
-	run.cap = (size_t)(argc > 0 ? argc : 1) + DECLARED_MAX;
-	run.in = calloc(run.cap, sizeof *run.in);
-	if (run.in == NULL) {
+	inputs.cap = (size_t)(argc > 0 ? argc : 1) + DECLARED_MAX;
+	inputs.in = calloc(inputs.cap, sizeof *inputs.in);
+	if (inputs.in == NULL) {
 		warnx_("out of memory");
 		return -1;
 	}
@@ -205,7 +206,7 @@ int inputs_find(const struct cowrun_workload *w, int argc, char **argv,
 			continue;
 		if (!own_argv(w))
 			snprintf(option, sizeof option, "--%s", t.option->name);
-		struct input *in = &run.in[run.n++];
+		struct input *in = &inputs.in[inputs.n++];
 		in->first = t.first;
 		snprintf(in->option, sizeof in->option, "%s", option);
 		in->given = own_argv(w) ? own_value(argv[t.first]) : t.value;
@@ -224,9 +225,9 @@ int inputs_find(const struct cowrun_workload *w, int argc, char **argv,
 /* The input that starts at argv[first], or NULL. */
 static const struct input *input_at(int first)
 {
-	for (size_t k = 0; k < run.n; k++)
-		if (run.in[k].first == first && !run.in[k].maybe)
-			return &run.in[k];
+	for (size_t k = 0; k < inputs.n; k++)
+		if (inputs.in[k].first == first && !inputs.in[k].maybe)
+			return &inputs.in[k];
 	return NULL;
 }
 
@@ -241,13 +242,13 @@ static char *body_of(int early)
 
 	if (f == NULL)
 		return NULL;
-	if (run.from[0])
-		fprintf(f, "inputs-from %s\n", run.from);
-	for (size_t k = 0; k < run.n; k++)
-		if (!run.in[k].maybe)
-			inputid_format(f, (unsigned)++n, run.in[k].option, run.in[k].guessed,
-				       early ? &run.in[k].before : &run.in[k].id);
-	for (n = 0; run.w && options_next(run.w->options, run.argc, run.argv, &i, &t);) {
+	if (inputs.from[0])
+		fprintf(f, "inputs-from %s\n", inputs.from);
+	for (size_t k = 0; k < inputs.n; k++)
+		if (!inputs.in[k].maybe)
+			inputid_format(f, (unsigned)++n, inputs.in[k].option, inputs.in[k].guessed,
+				       early ? &inputs.in[k].before : &inputs.in[k].id);
+	for (n = 0; inputs.w && options_next(inputs.w->options, inputs.argc, inputs.argv, &i, &t);) {
 		if (input_at(t.first)) {
 			fprintf(f, "arg %s\narg-input %zu\n", input_at(t.first)->option, ++n);
 			continue;
@@ -255,7 +256,7 @@ static char *body_of(int early)
 		if (t.option && (t.option->type & COWRUN_OPT_TUNING))
 			continue;
 		for (int a = t.first; a < t.first + t.count; a++)
-			fprintf(f, "arg %s\n", run.argv[a]);
+			fprintf(f, "arg %s\n", inputs.argv[a]);
 	}
 	if (fclose(f) != 0) {
 		free(text);
@@ -321,14 +322,14 @@ static int open_for_writing_here(const struct inputid *id)
 static void say_changed_in_setup(const struct input *in)
 {
 	char way[PATH_MAX + 96] = "";
-	const char *arg = in->first > 0 ? run.argv[in->first] : NULL;
+	const char *arg = in->first > 0 ? inputs.argv[in->first] : NULL;
 
 	if (in->first < 0)
 		snprintf(way, sizeof way, ": a file the setup writes is no input to declare "
 			 "(cowrun_input()); else run again");
-	else if (!(own_argv(run.w) && in->first == 1))
+	else if (!(own_argv(inputs.w) && in->first == 1))
 		snprintf(way, sizeof way, ": if the setup writes to it, it is no input: give "
-			 "--not-input '%s'; else run again", own_argv(run.w) ? arg : in->option + 2);
+			 "--not-input '%s'; else run again", own_argv(inputs.w) ? arg : in->option + 2);
 	warnx_("input '%s' (%s) changed while the setup read it%s%s", in->given, in->option,
 	       open_for_writing_here(&in->id) ? " (this process holds it open for writing)" : "",
 	       way[0] ? way : ": run again");
@@ -353,18 +354,18 @@ static int settle_one(struct input *in, int *hashed_here)
 
 /* ---- inputs the setup declares (cowrun_input) ---- */
 
-/* A declared input, its path copied into run.declared; or NULL (too
+/* A declared input, its path copied into inputs.declared; or NULL (too
  * many, or out of memory). */
 static struct input *add_declared(const char *path)
 {
-	for (size_t k = 0; k < run.n; k++)
-		if (run.in[k].first < 0 && strcmp(run.in[k].given, path) == 0)
-			return &run.in[k];
-	char *copy = run.ndeclared < DECLARED_MAX && run.n < run.cap ? strdup(path) : NULL;
+	for (size_t k = 0; k < inputs.n; k++)
+		if (inputs.in[k].first < 0 && strcmp(inputs.in[k].given, path) == 0)
+			return &inputs.in[k];
+	char *copy = inputs.ndeclared < DECLARED_MAX && inputs.n < inputs.cap ? strdup(path) : NULL;
 	if (copy == NULL)
 		return NULL;
-	run.declared[run.ndeclared++] = copy;
-	struct input *in = &run.in[run.n++];
+	inputs.declared[inputs.ndeclared++] = copy;
+	struct input *in = &inputs.in[inputs.n++];
 	*in = (struct input){ .first = -1, .given = copy };
 	snprintf(in->option, sizeof in->option, DECLARED_LABEL);
 	return in;
@@ -372,19 +373,19 @@ static struct input *add_declared(const char *path)
 
 int cowrun_input(const char *path)
 {
-	if (run.in == NULL || run.settled) {
-		warnx_("%s: cowrun_input('%s') outside setup(): ignored", run.w ? run.w->name : "?",
+	if (inputs.in == NULL || inputs.settled) {
+		warnx_("%s: cowrun_input('%s') outside setup(): ignored", inputs.w ? inputs.w->name : "?",
 		       path ? path : "(null)");
 		return -1;
 	}
 	if (path == NULL || path[0] == '\0') {
-		warnx_("%s: cowrun_input(): an empty path", run.w->name);
+		warnx_("%s: cowrun_input(): an empty path", inputs.w->name);
 		return -1;
 	}
 	struct input *in = add_declared(path);
 	if (in == NULL) {
 		warnx_("%s: cowrun_input('%s'): more than %d inputs declared, or out of memory",
-		       run.w->name, path, DECLARED_MAX);
+		       inputs.w->name, path, DECLARED_MAX);
 		return -1;
 	}
 	/* Relative to the working directory the setup has now. */
@@ -399,20 +400,20 @@ int inputs_settle(const char *workload, int verbose)
 	uint64_t t0 = now_ns(), bytes = 0, hashed_bytes = 0;
 	size_t from_setup = 0, hashed = 0;
 
-	run.settled = 1;
-	for (size_t k = 0; k < run.n; k++) {
+	inputs.settled = 1;
+	for (size_t k = 0; k < inputs.n; k++) {
 		int here;
-		if (settle_one(&run.in[k], &here) != 0)
+		if (settle_one(&inputs.in[k], &here) != 0)
 			return -1;
-		bytes += run.in[k].id.size;
+		bytes += inputs.in[k].id.size;
 		hashed += here;
-		hashed_bytes += here ? run.in[k].id.size : 0;
-		from_setup += !here && run.in[k].id.hashed;
+		hashed_bytes += here ? inputs.in[k].id.size : 0;
+		from_setup += !here && inputs.in[k].id.hashed;
 	}
-	if (verbose && run.n > 0) {
+	if (verbose && inputs.n > 0) {
 		char b[32], h[32];
 		warnx_("%s: %zu input%s, %s bytes: %zu hashed by the setup's own read, %zu (%s bytes) "
-		       "hashed here in %.3f s", workload, run.n, run.n == 1 ? "" : "s",
+		       "hashed here in %.3f s", workload, inputs.n, inputs.n == 1 ? "" : "s",
 		       cowrun_fmt_count(b, sizeof b, (int64_t)bytes), from_setup, hashed,
 		       cowrun_fmt_count(h, sizeof h, (int64_t)hashed_bytes), (now_ns() - t0) / 1e9);
 	}
@@ -449,9 +450,9 @@ int inputs_take_from(const char *path)
 	}
 	/* In argv order, as both were numbered: an input here whose option
 	 * is the next saved one's takes its identity. */
-	for (size_t k = 0; k < run.n; k++) {
-		if (next < nsaved && strcmp(run.in[k].option, saved[next].option) == 0)
-			take_input(&run.in[k], &saved[next++]);
+	for (size_t k = 0; k < inputs.n; k++) {
+		if (next < nsaved && strcmp(inputs.in[k].option, saved[next].option) == 0)
+			take_input(&inputs.in[k], &saved[next++]);
 	}
 	/* The files its setup declared come last: this merge ran no setup
 	 * to declare them, so they are taken as they were saved. */
@@ -461,7 +462,7 @@ int inputs_take_from(const char *path)
 		if (in != NULL)
 			take_input(in, &saved[next]);
 	}
-	snprintf(run.from, sizeof run.from, "%s", path);
+	snprintf(inputs.from, sizeof inputs.from, "%s", path);
 	free(saved);
 	free(text);
 	return 0;
@@ -469,15 +470,15 @@ int inputs_take_from(const char *path)
 
 const char *inputs_script(void)
 {
-	if (!own_argv(run.w) || run.n == 0 || run.in[0].first != 1)
+	if (!own_argv(inputs.w) || inputs.n == 0 || inputs.in[0].first != 1)
 		return NULL;
-	return run.in[0].before.path[0] ? run.in[0].before.path : run.in[0].at;
+	return inputs.in[0].before.path[0] ? inputs.in[0].before.path : inputs.in[0].at;
 }
 
 void inputs_free(void)
 {
-	for (size_t k = 0; k < run.ndeclared; k++)
-		free(run.declared[k]);
-	free(run.in);
-	memset(&run, 0, sizeof run);
+	for (size_t k = 0; k < inputs.ndeclared; k++)
+		free(inputs.declared[k]);
+	free(inputs.in);
+	memset(&inputs, 0, sizeof inputs);
 }

@@ -16,6 +16,7 @@
 #include "engine/pool.h"
 #include "engine/serial.h"
 #include "engine/task.h"
+#include "os/workmsg.h"
 #include "engine/taskout.h"
 #include "engine/watchdog.h"
 #include "files/inputid.h"
@@ -890,8 +891,8 @@ int run_direct(const struct run_config *cfg)
 		warnx_("cannot install signal handlers: %s", strerror(errno));
 		return EXIT_USAGE;
 	}
-	task_set_current_workload(cfg->workload->name);
-	task_set_verbosity(cfg->verbose);
+	workmsg_set_workload(cfg->workload->name);
+	workmsg_set_verbosity(cfg->verbose);
 	task_set_seed(cfg->seed);   /* before the setup: Python's hash seed */
 	if (options_want_help(cfg->wargc, cfg->wargv)) {
 		options_print_help(cfg->workload, stdout);

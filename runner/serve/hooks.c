@@ -8,6 +8,7 @@
 #include "serve.h"
 #include "engine/pool.h"
 #include "engine/task.h"
+#include "os/workmsg.h"
 #include "os/util.h"
 #include "run/run.h"
 
@@ -152,8 +153,8 @@ int serve_workload(const struct serve_config *scfg, const struct run_config *cfg
 		return rc;
 	served.cfg = *cfg;
 	signal(SIGXFSZ, SIG_IGN);
-	task_set_current_workload(served.cfg.workload->name);
-	task_set_verbosity(served.cfg.verbose);
+	workmsg_set_workload(served.cfg.workload->name);
+	workmsg_set_verbosity(served.cfg.verbose);
 	task_set_seed(served.cfg.seed);   /* the setups'; a batch's is its request's */
 	const struct serve_hooks hooks = { served_setup, served_want, served_run, served_spare,
 					   &served };

@@ -12,7 +12,7 @@ GRAPH="$ROOT/build-aux/include-graph"
 copy_tree() {
 	T="$BATS_TEST_TMPDIR/t"
 	mkdir -p "$T/build-aux"
-	cp "$GRAPH" "$T/build-aux/"
+	cp "$GRAPH" "$ROOT/build-aux/README" "$T/build-aux/"
 	cp -r "$ROOT/runner" "$ROOT/include" "$ROOT/workloads" "$ROOT/docs" "$T/"
 }
 

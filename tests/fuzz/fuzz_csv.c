@@ -15,6 +15,7 @@
 #define _GNU_SOURCE
 #include "cowrun.h"
 #include "engine/task.h"
+#include "os/workmsg.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -32,7 +33,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	(void)argc;
 	(void)argv;
-	task_set_current_workload("sales");
+	workmsg_set_workload("sales");
 	return 0;
 }
 

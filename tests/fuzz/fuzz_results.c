@@ -22,6 +22,7 @@
 #include "run/merge.h"
 #include "files/results.h"
 #include "engine/task.h"
+#include "os/workmsg.h"
 #include "files/wire.h"
 #include "run/config.h"
 
@@ -130,7 +131,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	(void)argc;
 	(void)argv;
-	task_set_current_workload("selftest");
+	workmsg_set_workload("selftest");
 	/* The identity a real `cowrun selftest --tasks 4` saves: the default
 	 * seed (0) and its task names. */
 	uint64_t names = results_names_hash(&fake, NULL, NTASKS);

@@ -3,7 +3,8 @@
  *
  * python.so embeds Debian's CPython and runs a script's functions as a
  * cowrun workload.  The contract a script follows is contract.py, beside
- * these files (a working script; docs/python.md is the guide).  The files:
+ * these files (a working script; docs/python.md is the guide; README here
+ * names every file).  The files:
  *
  *   python.c    the workload's table: setup, tasks, run, merge, finish,
  *               plan and the merge without setup, each calling the script
