@@ -538,7 +538,7 @@ static void option_words(const struct runner_option *o, char *buf, size_t size)
  * without a short one starts. */
 static void help_row(FILE *out, const int *keys, int indent, int col, const char *text)
 {
-	char line[512], words[64];
+	char line[512] = "", words[64];
 	int n = 0;
 	const struct runner_option *prev = NULL;
 

@@ -4,7 +4,8 @@
  * every option with a field, given to submit, reaches a served batch's
  * settings (submit's parse -> the request on the wire -> the settings as
  * the server applies them), and sets them as the same option on cowrun's
- * command line does; --help lists every option.
+ * command line does; cowrun's, serve's and submit's --help list every
+ * option of theirs.
  */
 #define _GNU_SOURCE
 #include <stdarg.h>
@@ -17,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "run/options_table.h"
 #include "serve/proto.h"
@@ -213,6 +215,39 @@ static void test_help_lists_every_option(void **unused)
 	}
 }
 
+/* submit --help lists each of submit's options (--help aside). */
+static void test_submit_help_lists_every_option(void **unused)
+{
+	char path[] = "/tmp/test_options_table.XXXXXX", text[4096], name[64];
+	char *argv[] = { "submit", "--help", NULL };
+	const char *socket_path;
+	static struct proto_request rq;
+	int fd = mkstemp(path), saved = dup(STDOUT_FILENO);
+
+	(void)unused;
+	assert_true(fd >= 0 && saved >= 0);
+	unlink(path);
+	fflush(stdout);
+	dup2(fd, STDOUT_FILENO);
+	int rc = submit_parse(2, argv, &rq, &socket_path);
+	fflush(stdout);
+	dup2(saved, STDOUT_FILENO);
+	close(saved);
+	assert_int_equal(rc, -1);
+	ssize_t n = pread(fd, text, sizeof text - 1, 0);
+	close(fd);
+	assert_true(n > 0);
+	text[n] = '\0';
+	for (size_t i = 0; i < runner_options_count; i++) {
+		const struct runner_option *o = &runner_options[i];
+		if (o->name == NULL || !(o->flags & OPT_SUBMIT) || o->key == 'h')
+			continue;
+		snprintf(name, sizeof name, "--%s%s", o->name, o->arg == OPT_NO_ARG ? "" : " ");
+		if (strstr(text, name) == NULL)
+			fail_msg("submit --help does not list --%s", o->name);
+	}
+}
+
 /* A getopt table built from the table: cowrun's short options as today. */
 static void test_getopt_table(void **unused)
 {
@@ -233,6 +268,7 @@ int main(void)
 		cmocka_unit_test(test_fields_have_options),
 		cmocka_unit_test(test_submitted_option_reaches_served_config),
 		cmocka_unit_test(test_help_lists_every_option),
+		cmocka_unit_test(test_submit_help_lists_every_option),
 		cmocka_unit_test(test_getopt_table),
 	};
 
