@@ -2,8 +2,9 @@
  * config.h - a run's settings: what the runner's options say (-j, --mode,
  * the files it reads and writes, retries, --halt), set one option at a
  * time and then checked as a whole.  The command line (cli/main.c) and a
- * served request (serve/hooks.c) both set them through run_config_set(),
- * so an option means the same wherever it is given.
+ * served request (serve/proto.c) both set them through the option table
+ * (options_table.h: run_config_set()), so an option means the same
+ * wherever it is given.
  */
 #ifndef COWRUN_CONFIG_H
 #define COWRUN_CONFIG_H
@@ -68,7 +69,8 @@ struct run_config {
 	int seed_given;
 	int reap_later;           /* a served batch: the workers' exits are
 				   * reaped after the reply (pool_reap_later()) */
-	unsigned seen;            /* options that may be given once */
+	unsigned long long seen;  /* options that may be given once: a bit
+				   * per entry of options_table.h's table */
 	const struct cowrun_workload *workload;
 	int wargc;
 	char **wargv;
@@ -76,21 +78,6 @@ struct run_config {
 
 /* The defaults: -j the CPUs, fork mode, reports in out/, nothing else. */
 void run_config_init(struct run_config *cfg);
-
-/*
- * Set the option that takes a value, named by its short key as the
- * command line's getopt table has it ('j' -j, 'm' --mode, 'o' --outdir,
- * 'T' --tasks, 'S' --shard, 'R' --save-results, 'M' --merge, 'L'
- * --timeline, 'J' --joblog, 'y' --retries, 'H' --halt, 't' --timeout, 'k'
- * --tasks-per-worker, 'D' --retry-delay, 'B'
- * --bar, 'P' --stats, 'X' --metrics, 'K' --memfree, 'W' --workload, 'I'
- * --not-input, 'e' --report-filter, 'd' --report-to, 'x'
- * --report-suffix, 's' --seed), checking the value.  An option
- * that names a file or a selection may be given once.  Returns 0, or
- * EXIT_USAGE after a one-line message naming the option.  The config
- * keeps pointers to `arg`, which the caller keeps alive.
- */
-int run_config_set(struct run_config *cfg, int key, const char *arg);
 
 /* Options that only make sense together, or not at all together, once
  * the workload is known.  Returns 0 or EXIT_USAGE after a message. */

@@ -2,7 +2,7 @@
  * hooks.c - a served batch's steps, given to the server as its hooks
  * (serve.h): a generation's setup is a direct run's (run_setup()); a
  * request's options are set over the server's own as if they were on its
- * command line (run_config_set()); a leader runs run_batch() with the
+ * command line (proto_apply_request()); a leader runs run_batch() with the
  * client's output directory and joblog passed as descriptors.
  */
 #include "serve.h"
@@ -37,13 +37,8 @@ static int served_setup(void *ctx, size_t *ntasks)
  * its command line.  Returns 0 or EXIT_USAGE after a message. */
 static int apply_request(struct run_config *cfg, const struct proto_request *rq)
 {
-	cfg->seen = 0;
-	for (unsigned f = 0; f < PF_COUNT; f++)   /* PF_RESUME below; PF_IN_OUTDIR: no key */
-		if (proto_field_key(f) && (rq->present & (1u << f)) &&
-		    run_config_set(cfg, proto_field_key(f), rq->field[f]) != 0)
-			return EXIT_USAGE;
-	if (rq->present & (1u << PF_RESUME))
-		cfg->resume = rq->field[PF_RESUME][0] == '2' ? 2 : 1;
+	if (proto_apply_request(cfg, rq) != 0)
+		return EXIT_USAGE;
 	return run_config_check(cfg) != 0 ? EXIT_USAGE : 0;
 }
 

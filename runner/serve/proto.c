@@ -27,19 +27,17 @@ static uint32_t get32(const unsigned char *p)
 	return p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
-int proto_field_key(unsigned f)
+int proto_apply_request(struct run_config *cfg, const struct proto_request *rq)
 {
-	static const char keys[PF_COUNT] = {
-		[PF_JOBS] = 'j', [PF_TASKS] = 'T', [PF_SHARD] = 'S', [PF_RETRIES] = 'y',
-		[PF_HALT] = 'H', [PF_TIMEOUT] = 't', [PF_OUTDIR] = 'o', [PF_JOBLOG] = 'J',
-		[PF_SAVE] = 'R', [PF_TIMELINE] = 'L', [PF_STATS] = 'P',
-		[PF_REPORT_FILTER] = 'e', [PF_REPORT_TO] = 'd', [PF_REPORT_SUFFIX] = 'x',
-		[PF_SEED] = 's',
-		[PF_TASKS_PER_WORKER] = 'k',
-		[PF_RETRY_DELAY] = 'D',
-	};
-
-	return f < PF_COUNT ? keys[f] : 0;
+	cfg->seen = 0;
+	for (unsigned f = 0; f < PF_COUNT; f++) {
+		if (!(rq->present & (1u << f)))
+			continue;
+		const struct runner_option *o = option_by_wire((int)f, rq->field[f]);
+		if (o != NULL && run_config_set(cfg, o->key, o->wire_value ? NULL : rq->field[f]) != 0)
+			return EXIT_USAGE;
+	}
+	return 0;
 }
 
 int proto_set(struct proto_request *rq, enum proto_field f, const char *text)

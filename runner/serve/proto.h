@@ -17,6 +17,9 @@
 #ifndef COWRUN_PROTO_H
 #define COWRUN_PROTO_H
 
+#include "run/config.h"
+#include "run/options_table.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -40,29 +43,9 @@ enum proto_reply_type { PROTO_EXIT = 1, PROTO_ERROR = 2, PROTO_TEXT = 3 };
 void proto_whole_text(unsigned whole, unsigned given, char *buf, size_t size);
 unsigned proto_whole_parse(const char *text);
 
-/* A request's fields: the runner options a client may give per batch. */
-enum proto_field {
-	PF_JOBS, PF_TASKS, PF_SHARD, PF_RETRIES, PF_HALT, PF_TIMEOUT, PF_OUTDIR,
-	PF_JOBLOG,   /* its name as given (+FILE appends); the file is passed */
-	PF_SAVE,     /* --save-results, --timeline, --stats: the final names as */
-	PF_TIMELINE, /* given (for messages); the client's temporary files are */
-	PF_STATS,    /* passed */
-	PF_RESUME,   /* "1" --resume, "2" --resume-failed; needs PF_JOBLOG */
-	PF_IN_OUTDIR, /* which side files lie in the output directory, as the
-		       * client found them (sidefiles_in_outdir()): 5 names
-		       * separated by '/', each empty unless that file's final
-		       * name is there; absent: none is.  Taken on the client's
-		       * word: a lie only lets its own file be overwritten */
-	PF_REPORT_FILTER, /* --report-filter, --report-to: the command as */
-	PF_REPORT_TO,     /* given; run as the client (identity.c) */
-	PF_REPORT_SUFFIX, /* --report-suffix */
-	PF_SEED,          /* --seed (absent: the server's); new fields go
-			   * last: a tag's number is its meaning on the wire */
-	PF_TASKS_PER_WORKER, /* --tasks-per-worker */
-	PF_RETRY_DELAY,      /* --retry-delay */
-	PF_COUNT
-};
-
+/* A request's fields (enum proto_field, PF_JOBS ...), the runner options
+ * a client may give per batch, are numbered in the option table
+ * (run/options_table.h): each option's entry names its field. */
 /* A request's `present` has a bit per field. */
 _Static_assert(PF_COUNT <= 32, "enum proto_field fits proto_request.present");
 
@@ -78,10 +61,11 @@ struct proto_reply {
 	char text[PROTO_TEXT_MAX];
 };
 
-/* The key of field f's option, as run_config_set() and submit's getopt
- * table name it ('j' -j, 'e' --report-filter ...), or 0 for a field that
- * is not one (PF_RESUME, PF_IN_OUTDIR) or is not a field. */
-int proto_field_key(unsigned f);
+/* Set a request's options over cfg as if they were on the server's
+ * command line: each field through its option's parser in the option
+ * table (PF_IN_OUTDIR, no option's, left alone); not checked as a whole
+ * (run_config_check()).  Returns 0, or EXIT_USAGE after a message. */
+int proto_apply_request(struct run_config *cfg, const struct proto_request *rq);
 
 /* Set field f of a request to `text`.  Returns 0, or -1 if too long. */
 int proto_set(struct proto_request *rq, enum proto_field f, const char *text);

@@ -6,6 +6,7 @@
 #include "serve.h"
 #include "serve_internal.h"
 #include "os/signals.h"
+#include "run/options_table.h"
 #include "os/util.h"
 
 #include <errno.h>
@@ -41,40 +42,38 @@ static int take_uid(const char *arg, struct serve_config *cfg)
 	return 0;
 }
 
-/* One serve option and its value.  Returns 0 or -1 after a message. */
-static int take_option(const char *opt, const char *arg, struct serve_config *cfg)
+/* Serve option o and its value.  Returns 0 or -1 after a message. */
+static int take_option(const struct runner_option *o, const char *arg, struct serve_config *cfg)
 {
 	long long v;
+	char *end;
+	unsigned long mode;
 
-	if (strcmp(opt, "--socket") == 0) {
+	switch (o->key) {
+	case OPT_KEY_SOCKET:
 		cfg->socket_path = arg;
 		return 0;
-	}
-	if (strcmp(opt, "--pidfile") == 0) {
+	case OPT_KEY_PIDFILE:
 		cfg->pidfile = arg;
 		return 0;
-	}
-	if (strcmp(opt, "--allow-uid") == 0)
+	case OPT_KEY_ALLOW_UID:
 		return take_uid(arg, cfg);
-	if (strcmp(opt, "--socket-mode") == 0) {
-		char *end;
-		unsigned long mode = strtoul(arg, &end, 8);
+	case OPT_KEY_SOCKET_MODE:
+		mode = strtoul(arg, &end, 8);
 		if (*arg == '\0' || *end != '\0' || mode > 0777 || (mode & 0600) != 0600) {
 			warnx_("serve: --socket-mode: bad value '%s' (octal, at least 0600)", arg);
 			return -1;
 		}
 		cfg->socket_mode = (unsigned)mode;
 		return 0;
-	}
-	if (strcmp(opt, "--read-timeout") == 0) {
+	case OPT_KEY_READ_TIMEOUT:
 		if (parse_ll(arg, 1, 600000, &v) != 0) {
 			warnx_("serve: --read-timeout: bad value '%s': expected 1-600000 ms", arg);
 			return -1;
 		}
 		cfg->read_timeout_ms = (int)v;
 		return 0;
-	}
-	if (strcmp(opt, "--max-workers") == 0) {
+	case OPT_KEY_MAX_WORKERS:
 		if (parse_ll(arg, 1, 100000, &v) != 0) {
 			warnx_("serve: --max-workers: bad value '%s': expected 1-100000", arg);
 			return -1;
@@ -82,27 +81,21 @@ static int take_option(const char *opt, const char *arg, struct serve_config *cf
 		cfg->max_workers = (size_t)v;
 		return 0;
 	}
-	return 1;
+	return 0;
 }
 
 static void serve_usage(void)
 {
-	printf(
-"Usage: cowrun serve --socket PATH [SERVE OPTIONS] [RUNNER OPTIONS] WORKLOAD [ARGS]\n"
-"Run WORKLOAD's setup once and then batches on request (cowrun submit).\n"
-"Serve options, before the runner options:\n"
-"  --socket PATH       the Unix socket, in a directory of your own that others\n"
-"                      cannot write in (mkdir -m 700); created mode 0600\n"
-"  --socket-mode MODE  its mode instead (octal, at least 0600)\n"
-"  --allow-uid UID     also serve this uid (repeatable); others are refused\n"
-"  --max-workers N     workers across all running batches (default: the CPUs)\n"
-"  --pidfile FILE      write the server's pid to FILE\n"
-"  --read-timeout MS   a request must arrive within MS (default 2000)\n"
-"SIGHUP or cowrun submit --reload: a fresh setup; SIGTERM/SIGINT: finish the\n"
-"running batches and exit (a second one kills them).\n"
-"Started by systemd with the socket (ListenSequentialPacket=PATH), it serves\n"
-"that socket and never removes it.  Exit status: 0 stopped by a signal; 255\n"
-"could not start; 254 stopped serving (no setup succeeded after a lost one).\n");
+	fputs("Usage: cowrun serve --socket PATH [SERVE OPTIONS] [RUNNER OPTIONS] WORKLOAD [ARGS]\n"
+	      "Run WORKLOAD's setup once and then batches on request (cowrun submit).\n"
+	      "Serve options, before the runner options:\n", stdout);
+	options_help(stdout, OPT_SERVE);
+	fputs("SIGHUP or cowrun submit --reload: a fresh setup; SIGTERM/SIGINT: finish the\n"
+	      "running batches and exit (a second one kills them).\n"
+	      "Started by systemd with the socket (ListenSequentialPacket=PATH), it serves\n"
+	      "that socket and never removes it.  Exit status: 0 stopped by a signal; 255\n"
+	      "could not start; 254 stopped serving (no setup succeeded after a lost one).\n",
+	      stdout);
 }
 
 int serve_parse(int argc, char **argv, struct serve_config *cfg)
@@ -122,15 +115,15 @@ int serve_parse(int argc, char **argv, struct serve_config *cfg)
 		const char *arg = eq ? eq + 1 : i + 1 < argc ? argv[i + 1] : NULL;
 		snprintf(opt, sizeof opt, "%.*s", eq ? (int)(eq - argv[i]) : (int)strlen(argv[i]),
 			 argv[i]);
-		if (arg == NULL && take_option(opt, "", cfg) <= 0) {
+		const struct runner_option *o = option_by_name(opt + 2, OPT_SERVE);
+		if (o == NULL)
+			break;   /* a runner option: the rest is cowrun's */
+		if (arg == NULL) {
 			warnx_("serve: option '%s' needs a value", opt);
 			return -1;
 		}
-		int rc = take_option(opt, arg ? arg : "", cfg);
-		if (rc < 0)
+		if (take_option(o, arg, cfg) != 0)
 			return -1;
-		if (rc > 0)
-			break;   /* a runner option: the rest is cowrun's */
 		if (eq == NULL)
 			i++;
 	}

@@ -100,6 +100,11 @@ int serve_main(const struct serve_config *cfg, const struct serve_hooks *hooks);
  * are refused.  Returns serve_main()'s status, or EXIT_USAGE. */
 int serve_workload(const struct serve_config *scfg, const struct run_config *cfg);
 
+/* submit's options (argv[0] is "submit") into a request, and the
+ * socket's path.  Returns 0, -1 after --help, or 255 after a message.
+ * submit_main()'s first step. */
+int submit_parse(int argc, char **argv, struct proto_request *rq, const char **socket_path);
+
 /* `cowrun submit ...` (argv[0] is "submit").  Returns the exit status:
  * the batch's, or 255 (bad usage, refused) or 254 (server lost). */
 int submit_main(int argc, char **argv);

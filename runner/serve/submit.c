@@ -16,6 +16,7 @@
  */
 #define _GNU_SOURCE
 #include "serve.h"
+#include "run/options_table.h"
 #include "run/resume.h"
 #include "run/sidefiles.h"
 #include "os/util.h"
@@ -39,30 +40,36 @@ enum { EXIT_LOST = 254, EXIT_BAD = 255 };
 
 _Static_assert(SIDEFILES_IN_OUTDIR_MAX <= PROTO_FIELD_MAX, "PF_IN_OUTDIR always fits");
 
+/* Its options' rows, their names from the option table: the options
+ * with these keys side by side, then what they do for submit. */
+static const struct {
+	int keys[8];
+	const char *text;
+} usage_rows[] = {
+	{ { 'j' }, "workers for this batch (the server caps the total)" },
+	{ { 'o' }, "where report files go (default: out; created here)" },
+	{ { 'T', 'S', 'y', 'H', 't', 'k', 'D' }, "as for cowrun" },
+	{ { 'J' }, "as for cowrun (+FILE appends); opened here, with\n"
+		   "FILE.res, and passed to the server" },
+	{ { 'r', 'f' }, "as for cowrun (with --joblog)" },
+	{ { 'R', 'L', 'P' }, "as for cowrun: created here as a temporary file,\n"
+			     "written by the server, named here when whole (as\n"
+			     "cowrun keeps them), else dropped" },
+	{ { 's' }, "as for cowrun (default: the server's --seed); the\n"
+		   "hash seed of a Python script is the server's" },
+	{ { 'e', 'd', 'x' }, "as for cowrun; CMD runs as you: a server that cannot\n"
+			     "act as you (not root, another user) refuses it" },
+	{ { OPT_KEY_STATUS }, "list the server's generations and running batches" },
+	{ { OPT_KEY_RELOAD }, "start a new generation (a fresh setup); wait for it" },
+};
+
 static void submit_usage(void)
 {
-	printf(
-"Usage: cowrun submit --socket PATH [OPTIONS]\n"
-"Run a batch on a `cowrun serve` server (its workload, its setup) and exit\n"
-"with the batch's status, as cowrun would.\n"
-"  -j, --jobs N       workers for this batch (the server caps the total)\n"
-"  -o, --outdir DIR   where report files go (default: out; created here)\n"
-"      --tasks LIST   --shard k/M  --retries N  --halt WHEN  --timeout SECS\n"
-"      --tasks-per-worker N  --retry-delay SECS  as for cowrun\n"
-"      --joblog FILE  as for cowrun (+FILE appends); opened here, with\n"
-"                     FILE.res, and passed to the server\n"
-"      --resume, --resume-failed  as for cowrun (with --joblog)\n"
-"      --save-results FILE  --timeline FILE  --stats FILE\n"
-"                     as for cowrun: created here as a temporary file,\n"
-"                     written by the server, named here when whole (as\n"
-"                     cowrun keeps them), else dropped\n"
-"      --seed N       as for cowrun (default: the server's --seed); the\n"
-"                     hash seed of a Python script is the server's\n"
-"      --report-filter CMD  --report-to CMD  --report-suffix SUF\n"
-"                     as for cowrun; CMD runs as you: a server that cannot\n"
-"                     act as you (not root, another user) refuses it\n"
-"      --status       list the server's generations and running batches\n"
-"      --reload       start a new generation (a fresh setup); wait for it\n");
+	fputs("Usage: cowrun submit --socket PATH [OPTIONS]\n"
+	      "Run a batch on a `cowrun serve` server (its workload, its setup) and exit\n"
+	      "with the batch's status, as cowrun would.\n", stdout);
+	for (size_t i = 0; i < sizeof usage_rows / sizeof usage_rows[0]; i++)
+		options_help_row(stdout, usage_rows[i].keys, 21, usage_rows[i].text);
 }
 
 /* The side files submit creates under a temporary name: the request's
@@ -101,25 +108,6 @@ static void on_stop(int sig)
 	stop_signal = sig;
 }
 
-/* The request's field that option `c` (its getopt key, cowrun's own:
- * proto_field_key()) sets, or -1. */
-static int field_of(int c)
-{
-	for (unsigned f = 0; c != 0 && f < PF_COUNT; f++)
-		if (proto_field_key(f) == c)
-			return (int)f;
-	return -1;
-}
-
-/* Option `c`'s long name, for messages: argv may hold "--opt=VALUE". */
-static const char *long_name(const struct option *opts, int c)
-{
-	for (; opts->name != NULL; opts++)
-		if (opts->val == c)
-			return opts->name;
-	return "?";
-}
-
 /* Field f of the request, from option --name: given once, and no longer
  * than a field carries (a command can be).  Returns 0 or -1 after a
  * message. */
@@ -138,64 +126,49 @@ static int set_field(struct proto_request *rq, enum proto_field f, const char *n
 	return 0;
 }
 
-/* --socket's getopt key: none of cowrun's (they are the fields' keys,
- * and 's' is --seed's). */
-enum { OPT_SOCKET = 256 };
-
-static int parse_submit(int argc, char **argv, struct submit_args *a)
+/* Option o's field of the request: one with an argument given once;
+ * one without, its field's text, the stronger of two winning ("2"
+ * --resume-failed over "1" --resume, in either order).  Returns 0 or -1
+ * after a message. */
+static int set_option_field(struct proto_request *rq, const struct runner_option *o,
+			    const char *arg)
 {
-	static const struct option longopts[] = {
-		{ "socket", required_argument, NULL, OPT_SOCKET },
-		{ "jobs", required_argument, NULL, 'j' },
-		{ "outdir", required_argument, NULL, 'o' },
-		{ "tasks", required_argument, NULL, 'T' },
-		{ "shard", required_argument, NULL, 'S' },
-		{ "retries", required_argument, NULL, 'y' },
-		{ "halt", required_argument, NULL, 'H' },
-		{ "timeout", required_argument, NULL, 't' },
-		{ "tasks-per-worker", required_argument, NULL, 'k' },
-		{ "retry-delay", required_argument, NULL, 'D' },
-		{ "joblog", required_argument, NULL, 'J' },
-		{ "save-results", required_argument, NULL, 'R' },
-		{ "timeline", required_argument, NULL, 'L' },
-		{ "stats", required_argument, NULL, 'P' },
-		{ "report-filter", required_argument, NULL, 'e' },
-		{ "report-to", required_argument, NULL, 'd' },
-		{ "report-suffix", required_argument, NULL, 'x' },
-		{ "seed", required_argument, NULL, 's' },
-		{ "resume", no_argument, NULL, 'u' },
-		{ "resume-failed", no_argument, NULL, 'F' },
-		{ "status", no_argument, NULL, 'i' },
-		{ "reload", no_argument, NULL, 'r' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
+	enum proto_field f = (enum proto_field)o->wire;
+
+	if (o->wire_value == NULL)
+		return set_field(rq, f, o->name, arg);
+	if (!(rq->present & (1u << f)) || strcmp(o->wire_value, rq->field[f]) > 0)
+		proto_set(rq, f, o->wire_value);
+	return 0;
+}
+
+int submit_parse(int argc, char **argv, struct proto_request *rq, const char **socket_path)
+{
+	/* Built from the option table, once. */
+	static struct option longopts[OPTIONS_MAX];
+	static char optstring[OPTIONS_MAX];
 	int c;
 
-	memset(a, 0, sizeof *a);
-	for (size_t i = 0; i < NTEMP; i++)
-		a->temp[i].fd = -1;
-	a->rq.type = PROTO_RUN;
+	if (longopts[0].name == NULL)
+		options_getopt(OPT_SUBMIT, longopts, optstring, sizeof optstring);
+	memset(rq, 0, sizeof *rq);
+	rq->type = PROTO_RUN;
+	*socket_path = NULL;
 	opterr = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+:j:o:h", longopts, NULL)) != -1) {
-		int f = field_of(c);
-		if (c == OPT_SOCKET)
-			a->socket_path = optarg;
-		else if (c == 'i')
-			a->rq.type = PROTO_STATUS;
-		else if (c == 'r')
-			a->rq.type = PROTO_RELOAD;
-		else if (c == 'u' || c == 'F') {
-			if (c == 'F' || !(a->rq.present & (1u << PF_RESUME)))
-				proto_set(&a->rq, PF_RESUME, c == 'F' ? "2" : "1");
-		}
+	while ((c = getopt_long(argc, argv, optstring, longopts, NULL)) != -1) {
+		const struct runner_option *o = option_by_key(c);
+		if (c == OPT_KEY_SOCKET)
+			*socket_path = optarg;
+		else if (c == OPT_KEY_STATUS)
+			rq->type = PROTO_STATUS;
+		else if (c == OPT_KEY_RELOAD)
+			rq->type = PROTO_RELOAD;
 		else if (c == 'h') {
 			submit_usage();
 			return -1;
-		} else if (f >= 0) {
-			if (set_field(&a->rq, (enum proto_field)f, long_name(longopts, c),
-				      optarg) != 0)
+		} else if (o != NULL && o->wire != PF_NONE) {
+			if (set_option_field(rq, o, optarg) != 0)
 				return EXIT_BAD;
 		} else {
 			warnx_("submit: %s option '%s' (see cowrun submit --help)",
@@ -207,15 +180,23 @@ static int parse_submit(int argc, char **argv, struct submit_args *a)
 		warnx_("submit: unexpected argument '%s': the workload is the server's", argv[optind]);
 		return EXIT_BAD;
 	}
-	if (a->socket_path == NULL) {
+	if (*socket_path == NULL) {
 		warnx_("submit: --socket PATH is required");
 		return EXIT_BAD;
 	}
-	if ((a->rq.present & (1u << PF_RESUME)) && !(a->rq.present & (1u << PF_JOBLOG))) {
+	if ((rq->present & (1u << PF_RESUME)) && !(rq->present & (1u << PF_JOBLOG))) {
 		warnx_("--resume needs the --joblog FILE of the run to resume");
 		return EXIT_BAD;
 	}
 	return 0;
+}
+
+static int parse_submit(int argc, char **argv, struct submit_args *a)
+{
+	memset(a, 0, sizeof *a);
+	for (size_t i = 0; i < NTEMP; i++)
+		a->temp[i].fd = -1;
+	return submit_parse(argc, argv, &a->rq, &a->socket_path);
 }
 
 static int connect_to(const char *path)
