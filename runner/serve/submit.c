@@ -374,10 +374,10 @@ static int keep_temp(struct side_temp *t, const char *final)
 {
 	if (!t->name[0])
 		return name_unnamed(t->fd, final);
-	if (rename(t->name, final) != 0)
-		return -1;
+	/* commit_rename_at() removes the temporary if the rename fails. */
+	int rc = commit_rename_at(AT_FDCWD, t->name, final);
 	t->name[0] = '\0';
-	return 0;
+	return rc;
 }
 
 /* The batch ended with `status`, its side files whole or not: give each
