@@ -4,6 +4,19 @@
 
 load helpers
 
+# One staged install (make install DESTDIR=...) for the tests that run
+# what it installed; each copies it, as some remove files from theirs.
+# The install and uninstall test makes its own.
+setup_file() {
+	make -s -C "$ROOT" install DESTDIR="$BATS_FILE_TMPDIR/inst" prefix=/opt/cowrun >/dev/null
+}
+
+# staged_install: that install, copied into $BATS_TEST_TMPDIR/inst ($d).
+staged_install() {
+	d="$BATS_TEST_TMPDIR/inst"
+	cp -a "$BATS_FILE_TMPDIR/inst" "$d"
+}
+
 # plugin CASE: build tests/fixtures/plugins/bad_plugins.c for CASE into $BATS_TEST_TMPDIR/CASE.so
 plugin() {
 	cc -std=gnu11 -fPIC -shared -I"$ROOT/include" -D"CASE_$1" -o "$BATS_TEST_TMPDIR/$1.so" \
@@ -27,8 +40,7 @@ plugin() {
 }
 
 @test "the template builds against an installed cowrun and runs in every mode" {
-	d="$BATS_TEST_TMPDIR/inst"
-	make -s -C "$ROOT" install DESTDIR="$d" PREFIX=/opt/cowrun >/dev/null
+	staged_install
 	cp -r "$ROOT/workloads/template" "$BATS_TEST_TMPDIR/mine"
 	PKG_CONFIG_PATH="$d/opt/cowrun/lib/pkgconfig" PKG_CONFIG_SYSROOT_DIR="$d" \
 		make -s -C "$BATS_TEST_TMPDIR/mine" >/dev/null
@@ -132,8 +144,7 @@ RISK_SMALL=(risk --assets 20 --days 60 --portfolios 5 --positions 8 --scenarios 
 }
 
 @test "make install: risk runs from the staged tree, from its own lib/cowrun/workloads, and --list names it" {
-	d="$BATS_TEST_TMPDIR/inst"
-	make -s -C "$ROOT" install DESTDIR="$d" prefix=/opt/cowrun >/dev/null
+	staged_install
 	installed="$d/opt/cowrun/bin/cowrun"
 	[ -f "$d/opt/cowrun/lib/cowrun/workloads/risk.so" ]
 	run --separate-stderr "$REAPER" "$installed" -j 2 -o "$BATS_TEST_TMPDIR/staged" "${RISK_SMALL[@]}"
@@ -166,12 +177,21 @@ RISK_SMALL=(risk --assets 20 --days 60 --portfolios 5 --positions 8 --scenarios 
 
 @test "make install with a custom libdir and bindir: the installed cowrun finds risk.so there, and only there" {
 	# Built in a copy: another libdir recompiles plugin.o, and this
-	# checkout's bin/cowrun is what every other test runs.
+	# checkout's bin/cowrun is what every other test runs.  The copy
+	# takes the checkout's build/ and bin/ along (tar keeps their times),
+	# so make recompiles only what the new directories change (plugin.o
+	# and registry.o, through build/plugin-config) and relinks: the rest
+	# is the checkout's own build of these very sources.  Not where that
+	# build has flags of its own (build/.cflags: check-asan's copy), which
+	# this make, with the default flags, could not link with: there the
+	# copy is built from scratch.
 	src="$BATS_TEST_TMPDIR/src" d="$BATS_TEST_TMPDIR/inst"
+	local built=(--exclude=./build --exclude=./bin)
+	[ -e "$ROOT/build/.cflags" ] || built=(--exclude=./build/tests)
 	mkdir "$src"
 	# (Not by git ls-files: check-asan's copy of the tree has no .git.)
-	tar -C "$ROOT" --exclude=./.git --exclude=./build --exclude=./build-asan --exclude=./build-valgrind \
-		--exclude=./build-fuzz --exclude=./build-mutants --exclude=./bin \
+	tar -C "$ROOT" --exclude=./.git "${built[@]}" --exclude=./build-asan --exclude=./build-valgrind \
+		--exclude=./build-fuzz --exclude=./build-mutants \
 		--exclude=./results --exclude=./out -cf - . | tar -xf - -C "$src"
 	make -s -C "$src" -j2 install DESTDIR="$d" prefix=/opt/cw libdir=/opt/cw/lib64/x86_64 \
 		bindir=/opt/cw/sbin >/dev/null

@@ -14,10 +14,14 @@ FIX="$ROOT/tests/fixtures/python"
 DRAWS="$FIX/draws.py"
 PY=/usr/bin/python3   # Debian's, the one cowrun embeds (numpy)
 
-setup() {
-	serve_setup
+# Once for the file: an interpreter that imports numpy is no light start.
+setup_file() {
 	"$PY" -c 'import numpy' 2>/dev/null ||
 		{ echo "Debian's python3 has no numpy: make deps installs it" >&2; return 1; }
+}
+
+setup() {
+	serve_setup
 	cd "$D"
 }
 
