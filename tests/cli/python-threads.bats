@@ -80,3 +80,30 @@ PY
 		rm -rf "$BATS_TEST_TMPDIR/out"
 	done
 }
+
+@test "python threads: threads alive at the end that end (or are daemons) cost no wait: an ended worker thread and a daemon, the bound 60 s, the run ends at once" {
+	local mode
+	cat > "$BATS_TEST_TMPDIR/ends.py" <<'PY'
+import threading, time
+def setup(argv): return None
+def tasks(state): return ["a", "b"]
+def run(state, i, name): return None
+def finish(state, out):
+    threading.Thread(target=time.sleep, args=(600,), daemon=True).start()
+    threading.Thread(target=time.sleep, args=(0.1,)).start()
+    print("done", file=out)
+PY
+	for mode in "-j 2" "--mode serial"; do
+		# The old helper thread called threading._shutdown(), which waits
+		# for the main thread's own lock: the whole bound, every time.
+		# Under a 60 s bound, a run that waits is killed at 20 s.
+		# shellcheck disable=SC2086
+		COWRUN_PYTHON_THREADS_WAIT_S=60 run --separate-stderr "$REAPER" timeout -s KILL 20 \
+			"$COWRUN" $mode -o "$BATS_TEST_TMPDIR/out" python "$BATS_TEST_TMPDIR/ends.py"
+		[ "$status" -eq 0 ] || { echo "$mode: exit $status: $stderr" >&2; return 1; }
+		assert_no_leftovers
+		[ "$output" = "done" ]
+		[ -z "$stderr" ]
+		rm -rf "$BATS_TEST_TMPDIR/out"
+	done
+}
