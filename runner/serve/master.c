@@ -196,7 +196,7 @@ static void reap_orphans(void)
 int serve_main(const struct serve_config *cfg, const struct serve_hooks *hooks)
 {
 	static struct serve_config config;
-	struct master master, *m = &master;
+	struct master master, *m = &master;   /* the only one, passed down (44 KB) */
 
 	config = *cfg;
 	if (config.max_workers == 0)
