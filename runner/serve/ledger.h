@@ -3,7 +3,7 @@
  * whole server: every generation asks it for a batch's workers and gives
  * them back, so reloads (an old generation finishing its batches beside a
  * new one) never run more than the cap.  Pure bookkeeping, no I/O: the
- * master sends what it grants (master.c).
+ * master sends what it grants (master_gens.c).
  *
  * A batch wanting w workers gets min(w, what is free) once something is
  * free, in the order the wants came, across generations; a want of 0 (a

@@ -1,6 +1,7 @@
 /*
  * serve_internal.h - what the serve modules share: the master (serve.c,
- * master.c), a generation (generation.c) and a batch's leader (leader.c).
+ * master.c and its pieces: master_internal.h), a generation
+ * (generation.c) and a batch's leader (leader.c).
  */
 #ifndef COWRUN_SERVE_INTERNAL_H
 #define COWRUN_SERVE_INTERNAL_H
