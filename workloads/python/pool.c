@@ -75,6 +75,13 @@ struct pool {
 
 static PyObject *pickle_loads;
 
+/* The signals that end a run, and where the parent's on_ending() finds
+ * the children to kill and reap (below). */
+static const int ending[] = { SIGINT, SIGTERM, SIGHUP };
+static struct sigaction before[3];
+static struct child *volatile live;
+static volatile unsigned nlive;
+
 static uint64_t now_ns(void)
 {
 	struct timespec t;
@@ -203,6 +210,13 @@ static void __attribute__((noreturn)) child_main(struct pool *p, unsigned me, pi
 	default_signal(SIGTERM);
 	default_signal(SIGHUP);
 	signal(SIGPIPE, SIG_DFL);
+	live = NULL;
+	nlive = 0;
+	sigset_t block;
+	sigemptyset(&block);
+	for (size_t k = 0; k < 3; k++)
+		sigaddset(&block, ending[k]);
+	sigprocmask(SIG_UNBLOCK, &block, NULL);
 	/* The other children's pipes: a write end held here would keep a
 	 * sibling from ever seeing its end of work. */
 	for (unsigned k = 0; k < me; k++) {
@@ -226,6 +240,55 @@ static void __attribute__((noreturn)) child_main(struct pool *p, unsigned me, pi
 
 /* ---- the parent ---- */
 
+/* While the children run, a signal that ends the run (the runner's setup
+ * handler: SIGINT, SIGTERM, SIGHUP end it at once, exit 128 + sig) first
+ * kills and reaps them here, then goes on to that handler: a Ctrl-C
+ * leaves no child, not even one for init to reap.  Async-signal-safe. */
+
+static void on_ending(int sig)
+{
+	int saved = errno;
+
+	for (unsigned k = 0; live && k < nlive; k++)
+		if (live[k].pid > 0)
+			kill(live[k].pid, SIGKILL);
+	for (unsigned k = 0; live && k < nlive; k++)
+		if (live[k].pid > 0)
+			while (waitpid(live[k].pid, NULL, 0) < 0 && errno == EINTR)
+				;
+	for (size_t i = 0; i < 3; i++)
+		if (ending[i] == sig) {
+			sigaction(sig, &before[i], NULL);
+			if (before[i].sa_handler == SIG_DFL)
+				raise(sig);
+			else if (before[i].sa_handler != SIG_IGN)
+				before[i].sa_handler(sig);
+		}
+	errno = saved;
+}
+
+/* Route the ending signals through on_ending() (watch), or back. */
+static void watch_signals(struct pool *p, int watch)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_ending;
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = SA_RESTART;
+	for (size_t i = 0; i < 3; i++) {
+		if (watch) {
+			sigaction(ending[i], NULL, &before[i]);
+			if (before[i].sa_handler != SIG_IGN)
+				sigaction(ending[i], &sa, NULL);
+		} else {
+			sigaction(ending[i], &before[i], NULL);
+		}
+	}
+	nlive = watch ? p->nchildren : 0;
+	live = watch ? p->c : NULL;
+}
+
 /* Fork the children, each with its two pipes (the parent's ends kept:
  * cmd to write, res to read, non-blocking).  0, or -1 with the
  * exception set (the children forked so far are the caller's to end). */
@@ -244,7 +307,17 @@ static int start_children(struct pool *p)
 			return PyErr_SetFromErrno(PyExc_OSError), -1;
 		}
 		p->c[i] = (struct child){ .pid = -1, .cmd = cmd[1], .res = res[0], .item = -1 };
+		/* Blocked until its pid is kept: on_ending() kills every child. */
+		sigset_t block, old;
+		sigemptyset(&block);
+		for (size_t k = 0; k < 3; k++)
+			sigaddset(&block, ending[k]);
+		sigprocmask(SIG_BLOCK, &block, &old);
 		pid_t pid = fork();
+		if (pid != 0)
+			p->c[i].pid = pid;
+		if (pid != 0)   /* the child's stay blocked until child_main() reset them */
+			sigprocmask(SIG_SETMASK, &old, NULL);
 		if (pid == 0) {
 			close(cmd[1]);
 			close(res[0]);
@@ -256,7 +329,6 @@ static int start_children(struct pool *p)
 		close(res[1]);
 		if (pid < 0)
 			return PyErr_SetFromErrno(PyExc_OSError), -1;
-		p->c[i].pid = pid;
 		fcntl(res[0], F_SETFL, O_NONBLOCK);
 	}
 	return 0;
@@ -309,6 +381,7 @@ static void take_message(struct pool *p, struct child *c)
 	p->bytes += c->head.len;
 	if (c->head.failed) {
 		item_failed(p, i, payload);
+		payload = NULL;   /* item_failed() took it */
 	} else if (i < p->failed) {
 		uint64_t t0 = now_ns();
 		PyObject *r = PyObject_CallOneArg(pickle_loads, payload);
@@ -469,10 +542,12 @@ static void say_items(const struct pool *p, uint64_t ns)
 	size_t used = 0;
 
 	for (Py_ssize_t i = 0; i < p->n && used < sizeof times; i++)
-		used += (size_t)snprintf(times + used, sizeof times - used, "%s%.3f",
-					 i ? " " : "", p->seconds[i]);
+		used += (size_t)(p->seconds[i] < 0
+			? snprintf(times + used, sizeof times - used, "%s-", i ? " " : "")
+			: snprintf(times + used, sizeof times - used, "%s%.3f", i ? " " : "",
+				   p->seconds[i]));
 	cowrun_error("cowrun.parallel(): %zd item%s on %u child process%s in %.3f s; each item "
-		     "(s): %s; results %.1f MB pickled (%.3f s in the children, %.3f s unpickling "
+		     "(s, - not run): %s; results %.1f MB pickled (%.3f s in the children, %.3f s unpickling "
 		     "here)", p->n, p->n == 1 ? "" : "s", p->nchildren, p->nchildren == 1 ? "" : "es",
 		     ns / 1e9, times, p->bytes / 1e6, p->pickle_ns / 1e9, p->unpickle_ns / 1e9);
 }
@@ -504,8 +579,10 @@ static int pool_init(struct pool *p, PyObject *fn, PyObject *items)
 		PyErr_NoMemory();
 		return -1;
 	}
-	for (Py_ssize_t i = 0; i < p->n; i++)
+	for (Py_ssize_t i = 0; i < p->n; i++) {
 		PyList_SET_ITEM(p->results, i, Py_NewRef(Py_None));
+		p->seconds[i] = -1;   /* not run: "-" under -v */
+	}
 	for (unsigned k = 0; k < p->nchildren; k++)
 		p->c[k] = (struct child){ .pid = -1, .cmd = -1, .res = -1, .item = -1 };
 	return 0;
@@ -540,10 +617,13 @@ PyObject *py_parallel(PyObject *self, PyObject *args)
 	    pool_init(&p, fn, items) != 0)
 		goto out;
 	uint64_t t0 = now_ns();
-	if (p.n > 0 && (start_children(&p) != 0 || drive(&p) != 0)) {
+	watch_signals(&p, 1);
+	int failed = p.n > 0 && (start_children(&p) != 0 || drive(&p) != 0);
+	if (failed)
 		end_children(&p);
+	watch_signals(&p, 0);
+	if (failed)
 		goto out;
-	}
 	cowrun_setup_forked(p.nchildren);
 	if (cowrun_verbosity() > 0 && p.n > 0)
 		say_items(&p, now_ns() - t0);
