@@ -68,6 +68,12 @@ par_fails() {
 	[ "$stderr" = "$line" ]
 	PAR_FAIL=5,3 par_fails --mode serial
 	[ "$stderr" = "$line" ]
+	# Item 4 fails first at -j 2 (item 3 is slow): item 3 is still named.
+	PAR_FAIL=4,3 PAR_SLOW=3 par_fails -j 1
+	line=$stderr
+	[[ "$line" == *"item 3 failed: ValueError: bad item 3"* ]]
+	PAR_FAIL=4,3 PAR_SLOW=3 par_fails -j 2
+	[ "$stderr" = "$line" ]
 	# Under -v: the failing item's traceback.
 	PAR_FAIL=3 run --separate-stderr cowrun -v -j 2 -o "$D/v" python "$PAR"
 	[ "$status" -eq 255 ]
