@@ -28,7 +28,10 @@ the whole frame.  Money is integer cents throughout, parsed from the text.
 """
 import argparse
 import gc
+import os
 import re
+import sys
+import time
 import types
 
 import numpy as np
@@ -116,7 +119,13 @@ def load(path):
     # Python strings is ever built.  The parts load on every setup thread
     # (cowrun.parallel); each part has categories of its own, made one by
     # union_categoricals(sort_categories=True), which recodes every part.
-    parts = cowrun.parallel(read_part, cowrun.csv_parts(path))
+    t0 = time.monotonic()
+    if os.environ.get("SALES_REPORT_LOAD") == "whole":  # compare/bench-python's baseline
+        parts = [pd.read_csv(path, dtype=DTYPES, keep_default_na=False, na_values=[""])]
+    else:
+        parts = cowrun.parallel(read_part, cowrun.csv_parts(path))
+    if cowrun.verbosity():
+        print(f"sales_report.py: load {time.monotonic() - t0:.3f} s", file=sys.stderr)
     df = pd.DataFrame({
         column: union_categoricals([p[column] for p in parts], sort_categories=True)
         if dtype == "category" else np.concatenate([p[column].to_numpy() for p in parts])
