@@ -111,9 +111,11 @@ def read_part(part):
 
 
 def load(path):
-    with open(path, encoding="utf-8") as f:
-        if f.readline().rstrip("\n") != HEADER:
-            raise ValueError(f"{path}: the header is not {HEADER}")
+    regular = os.path.isfile(path)  # a pipe is read once: its header below
+    if regular:
+        with open(path, encoding="utf-8") as f:
+            if f.readline().rstrip("\n") != HEADER:
+                raise ValueError(f"{path}: the header is not {HEADER}")
     # Dates, products and prices as categories: each distinct text is kept
     # (and parsed) once, the rows hold 2-byte codes; no column of 5 million
     # Python strings is ever built.  The parts load on every setup thread
@@ -122,8 +124,10 @@ def load(path):
     t0 = time.monotonic()
     # A pipe has no parts (csv_parts() refuses it): read whole, as is
     # compare/bench-python's baseline (SALES_REPORT_LOAD=whole).
-    if os.environ.get("SALES_REPORT_LOAD") == "whole" or not os.path.isfile(path):
+    if os.environ.get("SALES_REPORT_LOAD") == "whole" or not regular:
         parts = [pd.read_csv(path, dtype=DTYPES, keep_default_na=False, na_values=[""])]
+        if ",".join(parts[0].columns) != HEADER:
+            raise ValueError(f"{path}: the header is not {HEADER}")
     else:
         parts = cowrun.parallel(read_part, cowrun.csv_parts(path))
     if cowrun.verbosity():
