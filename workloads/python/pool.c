@@ -472,7 +472,11 @@ static int drive(struct pool *p)
 				pf[n] = (struct pollfd){ .fd = p->c[k].res, .events = POLLIN };
 				who[n++] = k;
 			}
-		if (poll(pf, n, -1) < 0) {
+		int ready;
+		Py_BEGIN_ALLOW_THREADS   /* a thread allow_threads_at_fork() let through runs on */
+		ready = poll(pf, n, -1);
+		Py_END_ALLOW_THREADS
+		if (ready < 0) {
 			if (errno == EINTR)
 				continue;
 			PyErr_SetFromErrno(PyExc_OSError);
