@@ -42,8 +42,8 @@
  * cowrun_input() and cowrun_verbosity(), and from cowrun 0.5.1 on
  * cowrun_command() (the round's one bump, shared), then
  * cowrun_run_seed(), cowrun_task_seed(), cowrun_seed_mix() and
- * cowrun_tasks_per_worker() (new functions only: a plugin built before
- * loads as it is); the struct is ABI 3's,
+ * cowrun_tasks_per_worker(), then cowrun_setup_forked() (new functions
+ * only: a plugin built before loads as it is); the struct is ABI 3's,
  * so ABI 3 plugins load as they are.  Results and journals record the workload's
  * ABI: a resume or merge across it is refused, naming both. */
 #define COWRUN_ABI_VERSION 4
@@ -194,6 +194,14 @@ typedef int (*cowrun_block_fn)(void *ctx, size_t block, unsigned thread);
  * -1.  Only from setup() or merge_setup(), never from run().
  */
 int cowrun_parallel(size_t nblocks, cowrun_block_fn fn, void *ctx);
+
+/* (ABI 4, a new function: a plugin built before loads as it is.)  From
+ * setup() or merge_setup(): the setup ran its blocks in `processes`
+ * processes of its own at once (forks that the workload made and reaped
+ * itself: cowrun python's cowrun.parallel()), not on cowrun_parallel()'s
+ * threads.  For -v, which says what a setup really used: the widest such
+ * call counts. */
+void cowrun_setup_forked(unsigned processes);
 
 /* A 64-bit hash of len bytes (XXH3, the one cowrun checksums saved results
  * with): fast enough to hash an input file while reading it.  Combine the

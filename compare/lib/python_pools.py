@@ -55,9 +55,38 @@ def input_(path):
     """cowrun records its inputs for --resume and --merge; nothing to do here."""
 
 
+def verbosity():
+    return 0
+
+
+def parallel(fn, items):
+    """cowrun.parallel() as a pool's script loads without cowrun: every
+    item here, in order (the one-process load the pools have today)."""
+    return [fn(item) for item in items]
+
+
+class _WholeFile:
+    """The one part of the stand-in csv_parts(): the whole file."""
+    index, line = 0, 2
+
+    def __init__(self, path):
+        self.path = path
+
+    def open(self):
+        return open(self.path, "rb")
+
+    def where(self):
+        return f"{self.path}, from line 2"
+
+
+def csv_parts(path, **_):
+    return [_WholeFile(path)]
+
+
 def _standin():
     m = types.ModuleType("cowrun", "compare/python-pools' stand-in for cowrun's module")
     m.report, m.task, m.input = report, task, input_
+    m.verbosity, m.parallel, m.csv_parts = verbosity, parallel, csv_parts
     return m
 
 

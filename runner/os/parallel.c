@@ -18,6 +18,7 @@
 
 static unsigned setup_threads = 1;
 static unsigned most_used;   /* threads of the widest call since the reset */
+static unsigned most_forked; /* cowrun_setup_forked()'s widest since the reset */
 
 void setup_threads_set(unsigned threads)
 {
@@ -31,7 +32,18 @@ unsigned setup_threads_used(void)
 
 void setup_threads_used_reset(void)
 {
-	most_used = 0;
+	most_used = most_forked = 0;
+}
+
+void cowrun_setup_forked(unsigned processes)
+{
+	if (processes > most_forked)
+		most_forked = processes;
+}
+
+unsigned setup_processes_used(void)
+{
+	return most_forked;
 }
 
 unsigned cowrun_setup_threads(void)

@@ -14,4 +14,8 @@ void setup_threads_set(unsigned threads);
 unsigned setup_threads_used(void);
 void setup_threads_used_reset(void);
 
+/* The processes of the widest cowrun_setup_forked() since the reset: 0
+ * if the workload forked none for its setup. */
+unsigned setup_processes_used(void);
+
 #endif

@@ -382,6 +382,16 @@ int cowrun_input(const char *path)
 		warnx_("%s: cowrun_input(): an empty path", inputs.w->name);
 		return -1;
 	}
+	/* A file already an input (an argument, or declared under another
+	 * spelling) is one input: its identity is recorded, and hashed, once. */
+	char at[PATH_MAX];
+	struct inputid id;
+	absolute_path(path, at, sizeof at);
+	inputid_stat(&id, at);
+	for (size_t k = 0; id.kind == INPUT_FILE && k < run.n; k++)
+		if (run.in[k].before.kind == INPUT_FILE && run.in[k].before.dev == id.dev &&
+		    run.in[k].before.ino == id.ino)
+			return 0;
 	struct input *in = add_declared(path);
 	if (in == NULL) {
 		warnx_("%s: cowrun_input('%s'): more than %d inputs declared, or out of memory",

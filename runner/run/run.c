@@ -686,9 +686,14 @@ static int merge_without_setup(const struct run_config *cfg, struct batch *b)
 static void say_setup(const struct run_config *cfg, const struct batch *b, uint64_t ns,
 		      unsigned used)
 {
-	char arena_line[256], threads[96];
+	char arena_line[256], threads[128];
 
-	if (used > 0)
+	unsigned forked = setup_processes_used();
+
+	if (forked > 0)
+		snprintf(threads, sizeof threads, "%u setup process%s (forked by the workload; "
+			 "%u available)", forked, forked == 1 ? "" : "es", cowrun_setup_threads());
+	else if (used > 0)
 		snprintf(threads, sizeof threads, "%u setup thread%s", used, used == 1 ? "" : "s");
 	else
 		snprintf(threads, sizeof threads, "1 setup thread (it never called cowrun_parallel;"

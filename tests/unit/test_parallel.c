@@ -204,6 +204,21 @@ static void hash_is_xxh3_and_seeded(void **state)
 	assert_true(cowrun_hash64("abc", 3, 0) != cowrun_hash64("abd", 3, 0));
 }
 
+/* cowrun_setup_forked(): the widest call counts, until the reset (-v's
+ * "N setup processes"); it leaves the threads' count alone. */
+static void forked_processes_are_counted_apart(void **state)
+{
+	(void)state;
+	setup_threads_used_reset();
+	assert_int_equal(setup_processes_used(), 0);
+	cowrun_setup_forked(2);
+	cowrun_setup_forked(1);
+	assert_int_equal(setup_processes_used(), 2);
+	assert_int_equal(setup_threads_used(), 0);
+	setup_threads_used_reset();
+	assert_int_equal(setup_processes_used(), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -214,6 +229,7 @@ int main(void)
 		cmocka_unit_test(no_thread_is_left_after_the_call),
 		cmocka_unit_test(alloc_from_the_threads_is_disjoint),
 		cmocka_unit_test(hash_is_xxh3_and_seeded),
+		cmocka_unit_test(forked_processes_are_counted_apart),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

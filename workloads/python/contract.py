@@ -153,6 +153,15 @@ pool, a BLAS's) are not Python threads: not refused; cowrun holds OpenBLAS
 to one thread, and `cowrun -v` names every thread alive at a fork (a
 Python thread by its Python name).
 
+A setup on every core.  cowrun.parallel(fn, items), in setup() or
+merge_setup(), runs fn(item) for each item in forked children of the
+setup (as many as the setup threads, -j: one in serial mode) and returns
+the results, pickled back, in item order; the lowest failing item raises
+cowrun.ParallelError, the same at every -j.  cowrun.csv_parts(path) cuts a
+CSV into parts fixed by the file (part.open(): the header line, then the
+part's lines, for pd.read_csv()).  Give every column its dtype and make
+the parts' categories one (docs/python.md).
+
 Exit.  The interpreter ends as python3's does, once, in the process that
 ran finish() (fork mode: the parent; serial mode: the child that ran the
 tasks, never the process watching it), after the manifest and the joblog

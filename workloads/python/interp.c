@@ -272,6 +272,20 @@ static void after_fork_child(void)
 	}
 }
 
+Py_ssize_t py_thread_names(char *buf, size_t size)
+{
+	PyObject *t = call_helper_object("thread_list", NULL);
+	Py_ssize_t n = 0;
+	const char *list = "";
+
+	if (t == NULL || !PyArg_ParseTuple(t, "ns", &n, &list))
+		n = 0;
+	snprintf(buf, size, "%s", list);
+	PyErr_Clear();
+	Py_XDECREF(t);
+	return n;
+}
+
 int py_check_threads(const char *script, int allowed)
 {
 	PyObject *t = call_helper_object("thread_list", NULL);

@@ -28,6 +28,8 @@
  *   cowrun.allow_threads_at_fork()
  *       in setup(): the threads alive when setup() returns hold no lock;
  *       the run goes on with a warning naming them, not refused.
+ *   cowrun.parallel(fn, items), cowrun.csv_parts(path)
+ *       in setup() and merge_setup(): pool.c and csvparts.c.
  */
 #define _GNU_SOURCE
 #include "pyworkload.h"
@@ -48,6 +50,9 @@ static FILE *command_feed;     /* the runner's end of that command's input */
 static int command_feeds_report; /* command(to="report") */
 static int command_broken;      /* its input's pipe broke under the script */
 static PyObject *command_error; /* cowrun.CommandError */
+static PyObject *parallel_error; /* cowrun.ParallelError */
+static int in_child;            /* a cowrun.parallel() child */
+static uint64_t child_seed;     /* its item's seed */
 
 void py_set_phase(enum py_phase p)
 {
@@ -233,11 +238,54 @@ int py_command_refused(void)
 	return PyErr_Occurred() && PyErr_ExceptionMatches(command_error);
 }
 
+void py_set_in_child(int yes)
+{
+	in_child = yes;
+}
+
+void py_set_item_seed(uint64_t seed)
+{
+	child_seed = seed;
+}
+
+PyObject *py_parallel_error(void)
+{
+	return parallel_error;
+}
+
+int py_parallel_refused(const char *call)
+{
+	if (in_child) {
+		PyErr_Format(PyExc_RuntimeError, "cowrun.%s() inside a cowrun.parallel() item: "
+			     "no nesting (the items already run on every setup thread)", call);
+		return -1;
+	}
+	if (phase != PY_PHASE_SETUP && phase != PY_PHASE_MERGE_SETUP) {
+		PyErr_Format(PyExc_RuntimeError, "cowrun.%s() is only for setup() and "
+			     "merge_setup() (not the script's top level, plan(), run(), merge() "
+			     "or finish())", call);
+		return -1;
+	}
+	return 0;
+}
+
+int py_declare_input(const char *path)
+{
+	if (phase != PY_PHASE_SETUP || cowrun_input(path) == 0)
+		return 0;
+	PyErr_Format(PyExc_RuntimeError, "cowrun.csv_parts('%s'): refused as an input (see the "
+		     "line above)", path);
+	return -1;
+}
+
 static PyObject *cw_input(PyObject *self, PyObject *arg)
 {
 	PyObject *path = NULL;
 
 	(void)self;
+	if (in_child)
+		return PyErr_Format(PyExc_RuntimeError, "cowrun.input() inside a cowrun.parallel() "
+				    "item: declare the run's inputs in setup(), before the call");
 	if (phase != PY_PHASE_SETUP)
 		return wrong_phase("input", "setup()");
 	if (!PyUnicode_FSConverter(arg, &path))
@@ -266,6 +314,8 @@ static PyObject *cw_seed(PyObject *self, PyObject *unused)
 	(void)unused;
 	if (phase == PY_PHASE_RUN && task != NULL)
 		return PyLong_FromUnsignedLongLong(cowrun_task_seed(task));
+	if (in_child)
+		return PyLong_FromUnsignedLongLong(child_seed);
 	return PyLong_FromUnsignedLongLong(cowrun_run_seed());
 }
 
@@ -308,6 +358,14 @@ static PyMethodDef cowrun_methods[] = {
 	  "seed(): in run(), this task's seed (from --seed and the task's index: the same at "
 	  "every -j and on a retry); elsewhere the run's seed, --seed (0 unless given)" },
 	{ "verbosity", cw_verbosity, METH_NOARGS, "verbosity(): 1 under cowrun -v, else 0" },
+	{ "parallel", py_parallel, METH_VARARGS,
+	  "parallel(fn, items): in setup() or merge_setup(), [fn(item) for item in items] in "
+	  "forked children, one per setup thread at most; results pickled back in item order; "
+	  "the lowest failing item raises cowrun.ParallelError" },
+	{ "csv_parts", (PyCFunction)(void (*)(void))py_csv_parts, METH_VARARGS | METH_KEYWORDS,
+	  "csv_parts(path, *, blocks=1, encoding='utf-8', escapechar=None, compression=None, "
+	  "header=0): in setup(), the CSV's parts, fixed by the file alone; part.open() is a "
+	  "binary file, the header line first, for pd.read_csv()" },
 	{ "allow_threads_at_fork", cw_allow_threads_at_fork, METH_NOARGS,
 	  "allow_threads_at_fork(): in setup(), the threads alive when it returns hold no "
 	  "lock: warn of them instead of refusing the run" },
@@ -317,7 +375,7 @@ static PyMethodDef cowrun_methods[] = {
 static struct PyModuleDef cowrun_module = {
 	PyModuleDef_HEAD_INIT, "cowrun",
 	"What a script run by `cowrun python` calls: report(), command(), input(), task(), "
-	"seed(), verbosity(), allow_threads_at_fork().  The contract: workloads/python/contract.py.",
+	"seed(), verbosity(), allow_threads_at_fork(), parallel(), csv_parts().  The contract: workloads/python/contract.py.",
 	-1, cowrun_methods, NULL, NULL, NULL, NULL,
 };
 
@@ -328,6 +386,11 @@ PyObject *py_cowrun_module_init(void)
 	if (m == NULL)
 		return NULL;
 	if (py_state_add_functions(m) != 0) {
+		Py_DECREF(m);
+		return NULL;
+	}
+	parallel_error = PyErr_NewException("cowrun.ParallelError", PyExc_RuntimeError, NULL);
+	if (parallel_error == NULL || PyModule_AddObjectRef(m, "ParallelError", parallel_error) != 0) {
 		Py_DECREF(m);
 		return NULL;
 	}

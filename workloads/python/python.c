@@ -472,7 +472,9 @@ static void *py_merge_setup(int argc, char **argv, const void *context, size_t l
 	if (job == NULL)
 		goto fail;
 	PyObject *args = Py_BuildValue("(Ny#)", args_list(&a), (const char *)context, (Py_ssize_t)len);
+	py_set_phase(PY_PHASE_MERGE_SETUP);
 	job->state = call(job, "merge_setup", args, 0, &absent);
+	py_set_phase(PY_PHASE_OTHER);
 	return job_with_tasks(job, &a);
 fail:
 	free(a.argv);

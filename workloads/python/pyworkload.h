@@ -16,6 +16,8 @@
  *               input(), task(), seed(), verbosity(),
  *               allow_threads_at_fork(); and the sink under the stream
  *               finish() prints to
+ *   pool.c      cowrun.parallel(): a setup's items in forked children
+ *   csvparts.c  cowrun.csv_parts(): a CSV's parts, fixed by the file
  *   state.c     the state rule (run() must not change the state): the
  *               read-only guard of its arrays, the detector of other
  *               changes, cowrun.writable() and cowrun.guard()
@@ -94,6 +96,10 @@ void py_flush_stdio(void);
  */
 int py_check_threads(const char *script, int allowed);
 
+/* The threads besides this one alive now, by name into buf: how many
+ * (0 when threading cannot say). */
+Py_ssize_t py_thread_names(char *buf, size_t size);
+
 /*
  * End the interpreter as Python ends it, in the process that ran finish()
  * (never in one that will fork again): the fork handlers become no-ops,
@@ -139,7 +145,7 @@ PyObject *py_cowrun_module_init(void);
 
 /* Which part of the contract runs now: cowrun.input() only in setup,
  * cowrun.report() and cowrun.task() only in run. */
-enum py_phase { PY_PHASE_OTHER, PY_PHASE_SETUP, PY_PHASE_RUN };
+enum py_phase { PY_PHASE_OTHER, PY_PHASE_SETUP, PY_PHASE_RUN, PY_PHASE_MERGE_SETUP };
 void py_set_phase(enum py_phase phase);
 
 /* The task run() is called for (PY_PHASE_RUN). */
@@ -174,6 +180,35 @@ int py_threads_allowed(void);
  * dropped (`drop`), or raises ValueError. */
 PyObject *py_sink_new(FILE *out);
 void py_sink_close(PyObject *sink, int drop);
+
+/* A cowrun.parallel() child (pool.c): cowrun.input() and nesting refused,
+ * cowrun.seed() its item's seed. */
+void py_set_in_child(int yes);
+void py_set_item_seed(uint64_t seed);
+
+/* cowrun.parallel() and cowrun.csv_parts() may run now (setup() or
+ * merge_setup(), not in a child): 0, or -1 with RuntimeError set. */
+int py_parallel_refused(const char *call);
+
+/* In setup(): `path` is an input (cowrun_input()); elsewhere nothing.
+ * 0, or -1 with the exception set. */
+int py_declare_input(const char *path);
+
+/* cowrun.ParallelError (a RuntimeError), borrowed. */
+PyObject *py_parallel_error(void);
+
+/* ---- pool.c ---- */
+
+/* cowrun.parallel(fn, items). */
+PyObject *py_parallel(PyObject *self, PyObject *args);
+
+/* ---- csvparts.c ---- */
+
+/* cowrun.csv_parts(path, ...). */
+PyObject *py_csv_parts(PyObject *self, PyObject *args, PyObject *kwargs);
+
+/* If `item` is a CsvPart: "part I of PATH, from line N" into buf, 1. */
+int py_csv_part_where(PyObject *item, char *buf, size_t size);
 
 /* ---- state.c ---- */
 

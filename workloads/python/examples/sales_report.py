@@ -14,6 +14,10 @@ these three lines of the summary ("  %-24s %18s" in sales_finish):
       Units sold                          130,782
       Revenue                      $13,078,024.30
 
+Load: the CSV's parts (cowrun.csv_parts(), fixed by the file) are read by
+pandas on every setup thread (cowrun.parallel(), forked children), and
+their frames joined in part order, categories made one.
+
 Memory: setup keeps four flat numpy arrays (day, product, quantity, cents;
 12 bytes a row: the day and product as 2-byte codes), sorted by store
 once, with each store's start and end offsets.  A worker slices those arrays (views: nothing is copied or written)
@@ -24,11 +28,15 @@ the whole frame.  Money is integer cents throughout, parsed from the text.
 """
 import argparse
 import gc
+import os
 import re
+import sys
+import time
 import types
 
 import numpy as np
 import pandas as pd
+from pandas.api.types import union_categoricals
 
 import cowrun
 
@@ -92,17 +100,43 @@ def check_range(name, values, lo, hi):
         raise ValueError(f"{name} out of range {lo} to {hi}")
 
 
+DTYPES = {"date": "category", "store": "int32", "product": "category",
+          "quantity": "int32", "unit_price": "category"}
+
+
+def read_part(part):
+    """One part of the CSV (cowrun.csv_parts()), in a child of the setup:
+    explicit dtypes, since a part's inference is not the whole file's."""
+    return pd.read_csv(part.open(), dtype=DTYPES, keep_default_na=False, na_values=[""])
+
+
 def load(path):
-    with open(path, encoding="utf-8") as f:
-        if f.readline().rstrip("\n") != HEADER:
-            raise ValueError(f"{path}: the header is not {HEADER}")
+    regular = os.path.isfile(path)  # a pipe is read once: its header below
+    if regular:
+        with open(path, encoding="utf-8") as f:
+            if f.readline().rstrip("\n") != HEADER:
+                raise ValueError(f"{path}: the header is not {HEADER}")
     # Dates, products and prices as categories: each distinct text is kept
     # (and parsed) once, the rows hold 2-byte codes; no column of 5 million
-    # Python strings is ever built.
-    df = pd.read_csv(path, dtype={"date": "category", "store": "int32",
-                                  "product": "category", "quantity": "int32",
-                                  "unit_price": "category"},
-                     keep_default_na=False, na_values=[""])
+    # Python strings is ever built.  The parts load on every setup thread
+    # (cowrun.parallel); each part has categories of its own, made one by
+    # union_categoricals(sort_categories=True), which recodes every part.
+    t0 = time.monotonic()
+    # A pipe has no parts (csv_parts() refuses it): read whole, as is
+    # compare/bench-python's baseline (SALES_REPORT_LOAD=whole).
+    if os.environ.get("SALES_REPORT_LOAD") == "whole" or not regular:
+        parts = [pd.read_csv(path, dtype=DTYPES, keep_default_na=False, na_values=[""])]
+        if ",".join(parts[0].columns) != HEADER:
+            raise ValueError(f"{path}: the header is not {HEADER}")
+    else:
+        parts = cowrun.parallel(read_part, cowrun.csv_parts(path))
+    if cowrun.verbosity():
+        print(f"sales_report.py: load {time.monotonic() - t0:.3f} s", file=sys.stderr)
+    df = pd.DataFrame({
+        column: union_categoricals([p[column] for p in parts], sort_categories=True)
+        if dtype == "category" else np.concatenate([p[column].to_numpy() for p in parts])
+        for column, dtype in DTYPES.items()})
+    del parts
     if len(df) == 0 or df.isna().any().any():
         raise ValueError(f"{path}: no sales, or empty fields")
     check_range("store", df["store"], 1, MAX_ID)
@@ -123,8 +157,7 @@ def setup(argv):
     p = argparse.ArgumentParser(prog="sales_report.py", description="nightly sales reports")
     p.add_argument("--input", required=True, metavar="FILE", help="the sales CSV")
     args = p.parse_args(argv)
-    cowrun.input(args.input)
-    df = load(args.input)
+    df = load(args.input)  # cowrun.csv_parts() declares the input, hashed once
 
     dates = df["date"].cat.categories
     if not dates.str.fullmatch(r"[0-9]{4}-[0-9]{2}-[0-9]{2}").all():
