@@ -388,9 +388,9 @@ int cowrun_input(const char *path)
 	struct inputid id;
 	absolute_path(path, at, sizeof at);
 	inputid_stat(&id, at);
-	for (size_t k = 0; id.kind == INPUT_FILE && k < run.n; k++)
-		if (run.in[k].before.kind == INPUT_FILE && run.in[k].before.dev == id.dev &&
-		    run.in[k].before.ino == id.ino)
+	for (size_t k = 0; id.kind == INPUT_FILE && k < inputs.n; k++)
+		if (inputs.in[k].before.kind == INPUT_FILE && inputs.in[k].before.dev == id.dev &&
+		    inputs.in[k].before.ino == id.ino)
 			return 0;
 	struct input *in = add_declared(path);
 	if (in == NULL) {

@@ -127,8 +127,16 @@ static const char helper_source[] =
 	"    if not others():\n"
 	"        return ''\n"
 	"    done = threading.Event()\n"
+	/* _shutdown() joins every non-daemon thread's lock, the main
+	 * thread's among them, which only the main thread releases: called
+	 * from the helper it would wait out the whole bound whenever any
+	 * thread was alive.  The main thread's lock is taken out of its
+	 * list first (the main thread is waiting here, not ending). */
 	"    def shut():\n"
 	"        try:\n"
+	"            main_lock = getattr(threading.main_thread(), '_tstate_lock', None)\n"
+	"            with threading._shutdown_locks_lock:\n"
+	"                threading._shutdown_locks.discard(main_lock)\n"
 	"            threading._shutdown()\n"
 	"        finally:\n"
 	"            done.set()\n"
