@@ -20,9 +20,7 @@ setup() {
 par() {
 	local name=$1
 	shift
-	run --separate-stderr cowrun "$@" -o "$D/$name" python "$PAR"
-	[ "$status" -eq 0 ] || { echo "$name failed ($status): $stderr" >&2; return 1; }
-	assert_no_leftovers
+	python_ok "$name" "$PAR" "$@"
 }
 
 # par_fails [RUNNER OPTIONS]: a run that must fail in the setup: 255, one
@@ -208,7 +206,8 @@ PY
 @test "python csv_parts: the example's CSV is one input, hashed once by its parts' read, with the hash the runner computes" {
 	"$ROOT/tests/helpers/make-sales-csv" 170000 20 5 >sales.csv
 	[ "$(stat -c %s sales.csv)" -gt 4194304 ]   # two blocks of COWRUN_INPUT_BLOCK
-	run --separate-stderr cowrun -v -j 2 -o "$D/ex" --save "$D/parts.cowrun" python "$EXAMPLE" --input sales.csv
+	SALES_REPORT_PART_BLOCKS=1 run --separate-stderr cowrun -v -j 2 -o "$D/ex" --save "$D/parts.cowrun" \
+		python "$EXAMPLE" --input sales.csv
 	[ "$status" -eq 0 ] || { echo "$stderr" >&2; return 1; }
 	[[ "$stderr" == *"cowrun: python: 2 inputs, "*" bytes: 1 hashed by the setup's own read, 1 ("*" bytes) hashed here"* ]]
 	[[ "$stderr" == *"cowrun.parallel(): 2 items on 2 child processes"* ]]

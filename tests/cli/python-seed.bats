@@ -30,9 +30,7 @@ setup() {
 draws() {
 	local name=$1
 	shift
-	run --separate-stderr cowrun "$@" -o "$D/$name" python "$DRAWS"
-	[ "$status" -eq 0 ] || { echo "$name failed ($status): $stderr" >&2; return 1; }
-	assert_no_leftovers
+	python_ok "$name" "$DRAWS" "$@"
 	printf '%s\n' "$output" >"$D/$name.out"
 }
 

@@ -148,3 +148,13 @@ term_twice() {
 	wait_for eval '[ ! -e "$S" ]'
 	kill -TERM "$(cat "$D/pid")"
 }
+
+# python_ok NAME SCRIPT [RUNNER OPTIONS]: cowrun OPTIONS -o $D/NAME python
+# SCRIPT must exit 0 and leave no process behind; its stdout in $output.
+python_ok() {
+	local name=$1 script=$2
+	shift 2
+	run --separate-stderr cowrun "$@" -o "$D/$name" python "$script"
+	[ "$status" -eq 0 ] || { echo "$name failed ($status): $stderr" >&2; return 1; }
+	assert_no_leftovers
+}
