@@ -59,6 +59,8 @@ check_copy() {
 	copy_tree
 	echo 'int zz_mod(void); int zz_mod(void) { return 0; }' > "$T/runner/engine/zzmod.c"
 	echo '/* x */' > "$T/workloads/sales/zzhdr.h"
+	# Named as a word only: inside another name it does not count.
+	echo 'old_zzhdr.h, zzhdr.hpp, zzhdr.h2: not it' >> "$T/workloads/sales/README"
 	printf '#!/bin/sh\n' > "$T/compare/bench-zz" && chmod +x "$T/compare/bench-zz"
 	# A private header belongs to its module: named with it, nothing more asked.
 	echo '/* x */' > "$T/runner/run/run_internal.h"
