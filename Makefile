@@ -76,6 +76,9 @@ DEB_TEST = libcmocka-dev bats openssh-server openssh-client strace \
 DEB_TOOLS = parallel gnuplot-nox fonts-dejavu-core hyperfine time python3 help2man \
 	python3-joblib
 DEB_PACKAGES = $(DEB_BUILD) $(DEB_BUNDLED) $(DEB_TEST) $(DEB_TOOLS)
+# make bench alone: Dask, the peer compare/bench-python measures the Python
+# load against (python3-dask pulls in ~40 packages no test needs).
+BENCH_PACKAGES = python3-dask
 
 # The table of these lists in docs/install.md (tests/cli/tree.bats fails
 # when the two differ; build-aux/readme-tables writes it): make print-deps.
@@ -89,6 +92,7 @@ print-deps:
 	@echo '| comparisons, plots, benchmarks, the man page | `$(DEB_TOOLS)` |'
 	@echo '| make check-valgrind | `$(VALGRIND_PACKAGES)` |'
 	@echo '| make fuzz | `$(FUZZ_PACKAGES)` |'
+	@echo '| make bench (Dask, for compare/bench-python) | `$(BENCH_PACKAGES)` |'
 
 # Built-in workloads are compiled into bin/cowrun (runner/workload/registry.c lists
 # them).  A bundled workload has heavy dependencies: it is built as
@@ -327,6 +331,7 @@ BENCH_SELFTEST_ARGS ?= --tasks 200 --work-us 20000
 # legacy is not thread-safe: no omp mode for it.  printer is I/O-bound:
 # it is where more workers than cores pays, so it goes up to -j 32.
 bench: deps all
+	@$(MAKE) --no-print-directory deps DEB_PACKAGES='$(BENCH_PACKAGES)'
 	compare/bench-lean
 	compare/bench-setup
 	compare/bench-advice
