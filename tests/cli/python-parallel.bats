@@ -129,6 +129,25 @@ par_fails() {
 	all_dead $children
 }
 
+@test "python parallel: cowrun SIGKILLed during cowrun.parallel(): its children end with it; --resume then equals a clean run" {
+	mkdir marks
+	PAR_SLEEP=60 PAR_MARKS=$D/marks "$REAPER" "$COWRUN" -j 2 -o "$D/k" --joblog "$D/log" \
+		python "$PAR" >/dev/null 2>"$D/err" &
+	bg=$!
+	wait_for 30 "both children to start" started_at_least marks 2
+	children=$(started_pids marks)
+	kill -KILL "$(cowrun_of "$bg")"
+	# shellcheck disable=SC2086
+	wait_for 5 "the setup's children to die with cowrun" all_dead $children
+	wait "$bg" || true
+	par clean -j 2
+	clean=$output
+	run --separate-stderr cowrun -j 2 -o "$D/k" --joblog "$D/log" --resume python "$PAR"
+	[ "$status" -eq 0 ] || { echo "resume: $stderr" >&2; return 1; }
+	assert_no_leftovers
+	[ "$output" = "$clean" ]
+}
+
 @test "python parallel: merge_setup() may use it; a served batch whose generation's setup uses it equals a direct run" {
 	par first -j 2 --save "$D/r.cowrun"
 	run --separate-stderr cowrun -j 2 --merge "$D/r.cowrun" python "$PAR"
