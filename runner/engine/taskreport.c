@@ -257,10 +257,11 @@ static int route_report(struct cowrun_task *t, int fd)
 			rc = -1;
 		}
 	}
-	if (fd >= 0)
+	if (fd >= 0) {   /* delivered, or a command failed: the file goes */
 		close(fd);
-	unlinkat(t->dirfd, t->temp_path, 0);
-	return rc;
+		unlinkat(t->dirfd, t->temp_path, 0);
+	}
+	return rc;   /* committed: renamed, or removed by commit_fd_at() */
 }
 
 /* Flush the report, then fsync it and rename it into place, or route it
@@ -285,14 +286,15 @@ int task_commit_report(struct cowrun_task *t)
 		}
 		return route_report(t, fd);
 	}
-	if (err != 0)
+	if (err != 0) {
 		fclose(f);
-	else if (commit_stream_at(t->dirfd, f, t->temp_path, t->final_path, COMMIT_FSYNC) != 0)
-		err = errno;
+		unlinkat(t->dirfd, t->temp_path, 0);
+	} else if (commit_stream_at(t->dirfd, f, t->temp_path, t->final_path, COMMIT_FSYNC) != 0) {
+		err = errno;   /* the temporary is removed */
+	}
 	if (err != 0) {
 		report_error(t, "cannot write '%s%s%s': %s", in_dir(t), t->final_path,
 			     strerror(err));
-		unlinkat(t->dirfd, t->temp_path, 0);
 		return -1;
 	}
 	return 0;

@@ -73,7 +73,15 @@ static char *append_number(char *at, const char *end, uint64_t v)
 	return at;
 }
 
-int setup_arena_fault_text(const void *addr, char *buf, size_t size)
+/*
+ * For a SIGSEGV handler (async-signal-safe): if `addr` lies in the frozen
+ * arena, write "wrote to shared setup memory at offset N of the setup
+ * arena, which is read-only after setup (...)" into buf (always
+ * NUL-terminated, cut to `size`) and return 1; else return 0 and leave buf
+ * alone.  Fork mode's workers and the serial/omp watchdog's child say the
+ * same thing this way.
+ */
+static int setup_arena_fault_text(const void *addr, char *buf, size_t size)
 {
 	size_t offset;
 

@@ -24,19 +24,10 @@ const struct arena *setup_arena(void);
 void setup_arena_destroy(void);
 
 /*
- * For a SIGSEGV handler (async-signal-safe): if `addr` lies in the frozen
- * arena, write "wrote to shared setup memory at offset N of the setup
- * arena, which is read-only after setup (...)" into buf (always
- * NUL-terminated, cut to `size`) and return 1; else return 0 and leave buf
- * alone.  Fork mode's workers and the serial/omp watchdog's child say the
- * same thing this way.
- */
-int setup_arena_fault_text(const void *addr, char *buf, size_t size);
-
-/*
  * Install this process's SIGSEGV handler for writes to the frozen arena
  * (fork mode's workers, the serial/omp watchdog's child): a fault in it
- * writes setup_arena_fault_text() into fault[size] (memory the parent
+ * writes a line naming the offset ("wrote to shared setup memory at
+ * offset N of the setup arena, ...") into fault[size] (memory the parent
  * reads), calls on_fault (may be NULL; it runs in the signal handler, on
  * the faulting thread, so it must be async-signal-safe) and _exit()s with
  * exit_code.  Any other fault crashes as it would have.

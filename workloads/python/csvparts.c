@@ -344,13 +344,15 @@ static PyObject *check_options(const char *path, PyObject *escapechar, PyObject 
 	if (escapechar != Py_None)
 		return refuse(path, "escapechar: an escaped quote or line end hides from the "
 			      "quote-parity cut");
-	if (compression != Py_None && !(PyUnicode_Check(compression) &&
-					 strcmp(PyUnicode_AsUTF8(compression), "infer") == 0))
+	const char *how = compression != Py_None && PyUnicode_Check(compression)
+		? PyUnicode_AsUTF8(compression) : NULL;
+	if (compression != Py_None && !(how != NULL && strcmp(how, "infer") == 0))
 		return refuse(path, "compression: a compressed file has no byte offsets of lines");
 	if (header == Py_None)
 		return refuse(path, "header=None: every part repeats the file's header line, and "
 			      "this file has none");
-	if (!PyLong_Check(header) || PyLong_AsLong(header) != 0)
+	/* header=0, the default (NULL: not given). */
+	if (header != NULL && (!PyLong_Check(header) || PyLong_AsLong(header) != 0))
 		return refuse(path, "header: only a header on the first line (header=0)");
 	PyObject *f = PyDict_GetItemString(parts_ns, "ascii_compatible"); /* borrowed */
 	PyObject *r = f ? PyObject_CallFunction(f, "s", encoding) : NULL;
@@ -400,7 +402,12 @@ static int open_csv(const char *path, uint64_t *size)
 
 	if (fd < 0)
 		return PyErr_SetFromErrnoWithFilename(PyExc_OSError, path), -1;
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+	if (fstat(fd, &st) != 0) {
+		PyErr_SetFromErrnoWithFilename(PyExc_OSError, path);
+		close(fd);
+		return -1;
+	}
+	if (!S_ISREG(st.st_mode)) {
 		close(fd);
 		refuse(path, "not a regular file (a pipe, a device): it has no offsets to cut at");
 		return -1;
@@ -463,12 +470,15 @@ static PyObject *make_parts(struct scan *sc, size_t nblocks, size_t per, const c
 	PyObject *c = cuts(sc, nblocks, per, body, body_line);
 	PyObject *header = c ? header_bytes(sc->fd, body, path) : NULL;
 	PyObject *make = PyDict_GetItemString(parts_ns, "make"); /* borrowed */
-	PyObject *parts = header && make ? PyObject_CallFunction(make, "isOO", sc->fd, path,
-								 header, c) : NULL;
+	/* The parts' source owns a descriptor of its own (it closes it when
+	 * collected, even if make() fails half-way); the caller closes sc->fd. */
+	int own = header && make ? fcntl(sc->fd, F_DUPFD_CLOEXEC, 0) : -1;
+	if (header && make && own < 0)
+		PyErr_SetFromErrnoWithFilename(PyExc_OSError, path);
+	PyObject *parts = own >= 0 ? PyObject_CallFunction(make, "isOO", own, path, header, c)
+				   : NULL;
 	Py_XDECREF(c);
 	Py_XDECREF(header);
-	if (parts != NULL)
-		sc->fd = -1; /* the parts' source closes it */
 	return parts;
 }
 
@@ -492,10 +502,9 @@ PyObject *py_csv_parts(PyObject *self, PyObject *args, PyObject *kwargs)
 	if (!PyUnicode_FSConverter(path_obj, &fs))
 		return NULL;
 	const char *path = PyBytes_AS_STRING(fs);
-	PyObject *zero = header ? NULL : PyLong_FromLong(0);
 	if (parts_ns == NULL && compile_parts() != 0)
 		goto out;
-	PyObject *ok = check_options(path, escapechar, compression, header ? header : zero, encoding);
+	PyObject *ok = check_options(path, escapechar, compression, header, encoding);
 	if (ok == NULL)
 		goto out;
 	Py_DECREF(ok);
@@ -512,7 +521,6 @@ PyObject *py_csv_parts(PyObject *self, PyObject *args, PyObject *kwargs)
 	if (sc.fd >= 0)
 		close(sc.fd);
 out:
-	Py_XDECREF(zero);
 	Py_DECREF(fs);
 	return r;
 }

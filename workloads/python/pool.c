@@ -79,6 +79,10 @@ static PyObject *pickle_loads;
  * the children to kill and reap (below). */
 static const int ending[] = { SIGINT, SIGTERM, SIGHUP };
 static struct sigaction before[3];
+/* SIGPIPE's disposition before the call: ignored during it, so that a
+ * write to a child that died fails with EPIPE (its item is then reported)
+ * instead of killing the run. */
+static struct sigaction pipe_before;
 static struct child *volatile live;
 static volatile unsigned nlive;
 
@@ -284,6 +288,15 @@ static void watch_signals(struct pool *p, int watch)
 		} else {
 			sigaction(ending[i], &before[i], NULL);
 		}
+	}
+	if (watch) {
+		struct sigaction ignore;
+
+		memset(&ignore, 0, sizeof ignore);
+		ignore.sa_handler = SIG_IGN;
+		sigaction(SIGPIPE, &ignore, &pipe_before);
+	} else {
+		sigaction(SIGPIPE, &pipe_before, NULL);
 	}
 	nlive = watch ? p->nchildren : 0;
 	live = watch ? p->c : NULL;
