@@ -338,8 +338,8 @@ static PyObject *refuse(const char *path, const char *why)
 }
 
 /* The keyword arguments read_csv would take that a cut cannot honour. */
-static PyObject *check_options(const char *path, PyObject *escapechar, PyObject *compression,
-			       PyObject *header, const char *encoding)
+static PyObject *check_options(const char *path, const PyObject *escapechar,
+			       PyObject *compression, PyObject *header, const char *encoding)
 {
 	if (escapechar != Py_None)
 		return refuse(path, "escapechar: an escaped quote or line end hides from the "

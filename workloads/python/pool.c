@@ -46,7 +46,8 @@
 struct msg {
 	uint64_t index;
 	uint32_t failed;
-	uint32_t pad;
+	// cppcheck-suppress unusedStructMember
+	uint32_t pad;             /* explicit: no uninitialised bytes go down the pipe */
 	uint64_t len;
 	uint64_t ns;              /* fn(item) */
 	uint64_t pickle_ns;       /* pickling the result */
@@ -327,10 +328,10 @@ static int start_children(struct pool *p)
 			sigaddset(&block, ending[k]);
 		sigprocmask(SIG_BLOCK, &block, &old);
 		pid_t pid = fork();
-		if (pid != 0)
+		if (pid != 0) {   /* the child's stay blocked until child_main() resets them */
 			p->c[i].pid = pid;
-		if (pid != 0)   /* the child's stay blocked until child_main() reset them */
 			sigprocmask(SIG_SETMASK, &old, NULL);
+		}
 		if (pid == 0) {
 			close(cmd[1]);
 			close(res[0]);
