@@ -184,8 +184,6 @@ int r_serialize_result(SEXP value, struct cowrun_task *task, size_t k, const cha
 struct in {
 	const unsigned char *p;
 	size_t left;
-	const void *bytes;
-	size_t len;
 };
 
 static void in_bytes(R_inpstream_t stream, void *buf, int length)
@@ -229,7 +227,7 @@ static SEXP unserialize_error(SEXP cond, void *data)
 
 SEXP r_unserialize(const void *bytes, size_t len, size_t k)
 {
-	struct in i = { .p = bytes, .left = len, .bytes = bytes, .len = len };
+	struct in i = { .p = bytes, .left = len };
 	SEXP cond = NULL;
 	SEXP box = R_tryCatchError(unserialize_body, &i, unserialize_error, &cond);
 
