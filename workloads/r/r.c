@@ -225,8 +225,7 @@ static void *r_setup(int argc, char **argv)
 
 	if (job == NULL)
 		return NULL;
-	SEXP run = r_function("run", &bad);
-	if (run == R_NilValue) {
+	if (r_function("run", &bad) == R_NilValue) {
 		if (!bad)
 			cowrun_error("%s defines no run(state, i, name): see cowrun r --help", r_script());
 		goto fail;
@@ -241,7 +240,7 @@ static void *r_setup(int argc, char **argv)
 	if (with_tasks(job) != 0)
 		goto fail;
 	/* Compiled once here, not by the JIT in every worker. */
-	bind(job, "run", r_compiled(run));
+	r_compile_script();
 	r_full_gc();
 	return job;
 fail:

@@ -142,7 +142,12 @@ static const char helper_source[] =
 	"  }, envir = where)\n"
 	"}\n"
 	"unwrap_source <- function(where) if (exists('source', envir = where, inherits = FALSE)) rm('source', envir = where)\n"
-	"compiled <- function(f) tryCatch(compiler::cmpfun(f), error = function(e) f)\n"
+	"compile_script <- function(env) suppressWarnings(for (n in ls(env, all.names = TRUE)) {\n"
+	"  f <- get(n, envir = env)\n"
+	"  if (typeof(f) != 'closure') next\n"
+	"  g <- tryCatch(compiler::cmpfun(f), error = function(e) NULL)\n"
+	"  if (!is.null(g)) assign(n, g, envir = env)\n"
+	"})\n"
 	"describe <- function() c(R.version.string, R.home(), paste(.libPaths(), collapse = ', '))\n";
 
 /* ---- the console ---- */
@@ -616,14 +621,13 @@ void r_full_gc(void)
 	r_do("invisible(gc(full = TRUE))");
 }
 
-SEXP r_compiled(SEXP fn)
+void r_compile_script(void)
 {
-	SEXP call = PROTECT(Rf_lang2(Rf_install("compiled"), fn));
+	SEXP call = PROTECT(Rf_lang2(Rf_install("compile_script"), R_GlobalEnv));
 	int err;
-	SEXP c = call_helper(call, &err);
 
+	call_helper(call, &err);
 	UNPROTECT(1);
-	return err ? fn : c;
 }
 
 /* ---- the end ---- */

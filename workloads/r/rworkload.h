@@ -93,10 +93,13 @@ const char *r_script(void);
  */
 void r_worker_stdin(void);
 
-/* After setup(): run() byte-compiled once in the parent (every worker
- * would JIT-compile it again), or `fn` itself if that fails.  A new
- * object, unprotected. */
-SEXP r_compiled(SEXP fn);
+/* After setup(): every function of the script (each closure in the
+ * global environment) byte-compiled once in the parent, so that no worker
+ * JIT-compiles it again.  Measured (a loop in run(), 100 tasks, -j 2,
+ * --tasks-per-worker 1): 0.49-0.55 s compiled here, 1.90-2.16 s with
+ * each fresh worker's JIT; with long-lived workers no difference.  A
+ * function that does not compile stays as it is. */
+void r_compile_script(void);
 
 /* A full garbage collection, in the parent before it forks. */
 void r_full_gc(void);
