@@ -29,6 +29,9 @@ workloaddir = $(libdir)/cowrun/workloads
 # cowrun python's contract and its example, for writing a script
 pythondocdir = $(datarootdir)/cowrun/python
 PYTHON_DOCS = workloads/python/contract.py workloads/python/examples/sales_report.py
+# cowrun r's contract (lowercase r: see r_LIBS below)
+rdocdir = $(datarootdir)/cowrun/r
+r_DOCS = workloads/r/contract.R
 # The example systemd units (systemd/): cowrun serve on a socket systemd
 # opens, and a nightly batch on a timer.  $(prefix)/lib/systemd/system is
 # where systemd looks for /usr and /usr/local; set unitdir for another.
@@ -392,6 +395,8 @@ install: all build/cowrun.1
 	for f in $(BUNDLED); do [ ! -e $$f ] || install -m 644 $$f $(DESTDIR)$(workloaddir) || exit 1; done
 	install -d $(DESTDIR)$(pythondocdir)
 	install -m 644 $(PYTHON_DOCS) $(DESTDIR)$(pythondocdir)
+	install -d $(DESTDIR)$(rdocdir)
+	install -m 644 $(r_DOCS) $(DESTDIR)$(rdocdir)
 	install -m 644 include/cowrun.h $(DESTDIR)$(includedir)/cowrun.h
 	sed -e 's|@prefix@|$(prefix)|' -e 's|@includedir@|$(includedir)|' \
 		-e "s|@VERSION@|$$(bin/cowrun --version | cut -d' ' -f2)|" \
@@ -416,7 +421,8 @@ uninstall:
 		$(DESTDIR)$(libexecdir)/cowrun/cowrun-supervise
 	rm -f $(addprefix $(DESTDIR)$(unitdir)/,$(notdir $(UNITS)))
 	rm -f $(addprefix $(DESTDIR)$(pythondocdir)/,$(notdir $(PYTHON_DOCS)))
-	-rmdir $(DESTDIR)$(workloaddir) $(DESTDIR)$(libdir)/cowrun $(DESTDIR)$(pythondocdir) \
+	rm -f $(addprefix $(DESTDIR)$(rdocdir)/,$(notdir $(r_DOCS)))
+	-rmdir $(DESTDIR)$(workloaddir) $(DESTDIR)$(libdir)/cowrun $(DESTDIR)$(pythondocdir) $(DESTDIR)$(rdocdir) \
 		$(DESTDIR)$(libexecdir)/cowrun \
 		$(DESTDIR)$(datarootdir)/cowrun 2>/dev/null
 

@@ -40,6 +40,18 @@ tempdir kept, extra none" ]
 	[ "$(cat "$BATS_TEST_TMPDIR/j2/item-03")" = "item-03: 3 squared is 9" ]
 }
 
+@test "r: contract.R runs as the working script it says it is: -j 2, --dry-run; --help points to it" {
+	run --separate-stderr cowrun -j 2 -o "$BATS_TEST_TMPDIR/out" r "$ROOT/workloads/r/contract.R" --count 4
+	[ "$status" -eq 0 ] || { echo "status $status: $stderr" >&2; return 1; }
+	[ "$output" = "4 parts, sum of squares 30" ]
+	[ "$(cat "$BATS_TEST_TMPDIR/out/part-02.txt")" = "part-02.txt: 3 squared is 9" ]
+	run --separate-stderr cowrun --dry-run r "$ROOT/workloads/r/contract.R" --count 3
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"3 of 3: part-00.txt part-01.txt part-02.txt"* ]]
+	run cowrun r --help
+	[[ "$output" == *"contract.R"*"docs/r.md"* ]]
+}
+
 @test "r: a parse error, an error in setup(): one line naming the script and line, 255, nothing written; merge() returning an assignment's value: no summary" {
 	d=$BATS_TEST_TMPDIR
 	printf 'setup <- function(args) list()\nx <- (1 +\n  y y)\n' >"$d/bad.R"
