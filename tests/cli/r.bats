@@ -32,8 +32,8 @@ line_of() {
 	grep -n -- "# $2\$" "$1" | head -1 | cut -d: -f1
 }
 
-@test "r: serial and fork -j 1, 2 give byte-identical stdout and reports" {
-	same_output_all_modes "1 2" r "$BATCH" 5
+@test "r: serial and fork -j 1, 2 give byte-identical stdout and reports, with tasks that make R collect garbage" {
+	RT_ALLOC=1 same_output_all_modes "1 2" r "$BATCH" 5
 	[ "$output" = "merged 5: item-00 item-01 item-02 item-03 item-04
 sum of squares 30
 tempdir kept, extra none" ]

@@ -314,18 +314,22 @@ static void r_environment(void)
 	setenv("R_DOC_DIR", COWRUN_R_DOC_DIR, 0);
 }
 
-/* R in the C locale writes a UTF-8 string as "<U+00E9>": a report is
- * UTF-8 text, so a C or POSIX character type becomes C.UTF-8 (as Python
- * coerces it, PEP 538); LC_ALL, if set, is the user's word. */
+/* R in the C locale writes a UTF-8 string as "<U+00E9>", and takes a
+ * script's non-ASCII bytes for unknown ones: a report is UTF-8 text, so a
+ * C or POSIX character type, or one this system does not have, becomes
+ * C.UTF-8 (as Python coerces it, PEP 538); LC_ALL, if set, is the user's
+ * word. */
 static void utf8_ctype(void)
 {
-	const char *all = getenv("LC_ALL"), *ctype = getenv("LC_CTYPE"), *lang = getenv("LANG");
-	const char *eff = ctype && *ctype ? ctype : lang && *lang ? lang : "C";
+	const char *all = getenv("LC_ALL");
+	const char *got;
 
 	if (all && *all)
 		return;
-	if (strcmp(eff, "C") == 0 || strcmp(eff, "POSIX") == 0)
+	got = setlocale(LC_CTYPE, "");
+	if (got == NULL || strcmp(got, "C") == 0 || strcmp(got, "POSIX") == 0)
 		setenv("LC_CTYPE", "C.UTF-8", 1);
+	setlocale(LC_CTYPE, "C");
 }
 
 /* Rf_initEmbeddedR() split at its seam (Rembedded.c): between
