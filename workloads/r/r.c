@@ -170,8 +170,9 @@ static int take_names(struct rjob *job, SEXP names, const char *fn)
 	return 0;
 }
 
-/* Start R, load the script: a job holding its functions, or NULL. */
-static struct rjob *job_load(int argc, char **argv)
+/* Start R, load the script (for setup(): the files it sources are
+ * inputs): a job holding its functions, or NULL. */
+static struct rjob *job_load(int argc, char **argv, int for_setup)
 {
 	struct rjob *job = calloc(1, sizeof *job);
 	const char *script;
@@ -181,7 +182,7 @@ static struct rjob *job_load(int argc, char **argv)
 		cowrun_error("out of memory");
 		return NULL;
 	}
-	if (script_args(argc, argv, &script, &job->args) != 0 || r_load_script() != 0)
+	if (script_args(argc, argv, &script, &job->args) != 0 || r_load_script(for_setup) != 0)
 		goto fail;
 	job->env = R_NewEnv(R_GlobalEnv, TRUE, 17);
 	R_PreserveObject(job->env);
@@ -220,8 +221,8 @@ static int with_tasks(struct rjob *job)
 
 static void *r_setup(int argc, char **argv)
 {
-	struct rjob *job = job_load(argc, argv);
-	int nprot = 0, bad = 0;
+	struct rjob *job = job_load(argc, argv, 1);
+	int nprot = 0, bad = 0, rc;
 
 	if (job == NULL)
 		return NULL;
@@ -237,7 +238,13 @@ static void *r_setup(int argc, char **argv)
 		goto fail;
 	set_state(job, r_value(out));
 	UNPROTECT(nprot);
-	if (with_tasks(job) != 0)
+	nprot = 0;
+	/* What tasks() sources counts too (still within the runner's setup). */
+	r_set_phase(R_PHASE_SETUP);
+	rc = with_tasks(job);
+	r_set_phase(R_PHASE_OTHER);
+	r_source_unwrap();
+	if (rc != 0)
 		goto fail;
 	/* Compiled once here, not by the JIT in every worker. */
 	r_compile_script();
@@ -449,7 +456,7 @@ static void r_teardown(void *state)
 /* --dry-run: plan(args)'s names, or NULL (no plan(): known after setup). */
 static void *r_plan(int argc, char **argv)
 {
-	struct rjob *job = job_load(argc, argv);
+	struct rjob *job = job_load(argc, argv, 0);
 	int nprot = 0;
 	SEXP out = job ? call(job, "plan", ARGS, 1, &nprot) : NULL;
 
@@ -491,7 +498,7 @@ static const void *r_merge_context(const void *state, size_t *len)
 static void *r_merge_setup(int argc, char **argv, const void *context, size_t len)
 {
 	static const char *const argn[] = { "args", "context", NULL };
-	struct rjob *job = job_load(argc, argv);
+	struct rjob *job = job_load(argc, argv, 0);
 	int nprot = 0;
 
 	if (job == NULL)

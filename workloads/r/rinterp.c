@@ -562,18 +562,27 @@ int r_run_failed(struct cowrun_task *task, SEXP outcome)
 
 /* ---- the script ---- */
 
-int r_load_script(void)
+void r_source_unwrap(void)
+{
+	SEXP unwrap = PROTECT(Rf_lang2(Rf_install("unwrap_source"), r_module_env()));
+	int err;
+
+	call_helper(unwrap, &err);
+	UNPROTECT(1);
+}
+
+int r_load_script(int for_setup)
 {
 	SEXP wrap = PROTECT(Rf_lang2(Rf_install("wrap_source"), r_module_env()));
-	SEXP unwrap = PROTECT(Rf_lang2(Rf_install("unwrap_source"), r_module_env()));
 	SEXP load = PROTECT(Rf_lang3(Rf_install("load"), Rf_mkString(script_path), R_GlobalEnv));
-	int err, nprot = 3;
+	int err, nprot = 2;
 
 	call_helper(wrap, &err);
-	r_set_phase(R_PHASE_LOAD);
+	r_set_phase(for_setup ? R_PHASE_LOAD : R_PHASE_OTHER);
 	SEXP out = r_eval(load, helpers, &nprot);
 	r_set_phase(R_PHASE_OTHER);
-	call_helper(unwrap, &err);
+	if (!for_setup)
+		r_source_unwrap();
 	int ok = r_ok(out);
 	if (!ok) {
 		char line[1024];

@@ -12,7 +12,8 @@
  *       the same task returns the same connection.
  *   cowrun_input(path)
  *       as the script loads, or in setup(): path is an input of the run
- *       (cowrun_input()): --resume refuses it changed.
+ *       (cowrun_input()): --resume refuses it changed.  Nothing in
+ *       plan(), merge_setup(), merge() and finish(); an error in run().
  *   cowrun_task()
  *       in run(): list(index = i, name = name); NULL elsewhere.
  *   cowrun_verbosity()
@@ -217,8 +218,12 @@ static SEXP c_input(SEXP path)
 {
 	if (TYPEOF(path) != STRSXP || XLENGTH(path) != 1 || STRING_ELT(path, 0) == NA_STRING)
 		Rf_error("cowrun_input(path): path is one file name");
+	if (phase == R_PHASE_RUN)
+		Rf_error("cowrun_input() is for setup() (and the script's top level), not run()");
+	/* plan(), merge_setup(), merge(), finish(): the inputs are known
+	 * (--merge takes them as the results saved them): nothing to do. */
 	if (phase != R_PHASE_SETUP && phase != R_PHASE_LOAD)
-		Rf_error("cowrun_input() is only for setup() (and the script's top level)");
+		return R_NilValue;
 	if (cowrun_input(R_ExpandFileName(Rf_translateChar(STRING_ELT(path, 0)))) != 0)
 		Rf_error("cowrun_input('%s') refused (see the line above)",
 			 Rf_translateChar(STRING_ELT(path, 0)));

@@ -49,10 +49,13 @@
 int r_start(const char *script);
 
 /* Run the script's top level into the global environment, with its
- * source references (keep.source) and every file it source()s as it
- * loads declared an input.  Returns 0, or -1 after one line naming the
- * script and the line. */
-int r_load_script(void);
+ * source references (keep.source).  With `for_setup`, every file it
+ * source()s, as it loads and until r_source_unwrap() (after setup() and
+ * tasks()), is declared an input; else (plan(), merge_setup(): the saved
+ * results carry the inputs) none is.  Returns 0, or -1 after one line
+ * naming the script and the line. */
+int r_load_script(int for_setup);
+void r_source_unwrap(void);
 
 /* The script's function `name` in the global environment, or R_NilValue
  * without a message if it has none (or it is no function: then *bad is
