@@ -260,9 +260,10 @@ static int r_run(const void *state, size_t k, struct cowrun_task *task)
 	static const char *const argn[] = { "state", "i", "name" };
 	const struct rjob *job = state;
 	char label[COWRUN_NAME_MAX + 32];
-	int nprot = 0, rc = 0;
+	int nprot = 0, rc = 0, closed;
 
 	r_worker_stdin();
+	r_seed_task(cowrun_task_seed(task));
 	snprintf(label, sizeof label, "task %zu (%s)", k, job->name[k]);
 	SEXP c = PROTECT(Rf_lang4(Rf_install("run"), Rf_install(argn[0]), Rf_install(argn[1]),
 				  Rf_install(argn[2])));
@@ -275,9 +276,9 @@ static int r_run(const void *state, size_t k, struct cowrun_task *task)
 	r_say_warnings(out, label);
 	if (!r_ok(out)) {
 		r_close_report(NULL);
-		rc = r_run_failed(task, out);
-	} else if (r_close_report(task) != 0) {
-		rc = -1;
+		rc = r_run_failed(task, out, label);
+	} else if ((closed = r_close_report(task)) != 0) {
+		rc = closed < 0 ? -1 : 0; /* 1: the runner names the command's failed input */
 	} else if (job->merge != R_NilValue) {
 		rc = r_serialize_result(r_value(out), task, k, job->name[k]);
 	}
@@ -323,6 +324,7 @@ static int r_merge(void *state, size_t k, const void *record, size_t len)
 
 	if (job->merge == R_NilValue)
 		return 0;
+	r_seed_restore();
 	SEXP result = r_unserialize(record, len, k);
 	if (result == NULL)
 		return -1;
@@ -350,6 +352,7 @@ static int r_finish(void *state, FILE *out)
 
 	if (job->finish == R_NilValue)
 		return 0;
+	r_seed_restore();
 	struct r_sink *sink;
 	SEXP con = PROTECT(r_connection_new(out, "summary", 0, &sink));
 	bind(job, "out", con);

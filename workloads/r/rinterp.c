@@ -532,22 +532,41 @@ void r_say_warnings(SEXP outcome, const char *label)
 }
 
 /*
- * run()'s error: "MESSAGE (in CALL) (SCRIPT:LINE)" as the task's one
- * line, and the traceback once on stderr, innermost call last, as R's
- * traceback() lists it with its "at FILE:LINE".  Kept apart so that
- * the form can change without touching the rest.
+ * run()'s error, as R says one: "Error in CALL: MESSAGE (SCRIPT:LINE)"
+ * is the task's line (the joblog's, the run's last lines), CALL the
+ * condition's call (run(state, i, name) as cowrun called it, never a
+ * do.call() of deparsed values), "Error: MESSAGE" when it has none; the
+ * traceback goes once to stderr, in one write, named by the task,
+ * innermost call last as R's traceback() lists it.  A command that did not
+ * start (a "cowrun_command_error" the script did not catch) keeps the
+ * runner's own line.
  */
-int r_run_failed(struct cowrun_task *task, SEXP outcome)
+int r_run_failed(struct cowrun_task *task, SEXP outcome, const char *label)
 {
-	char line[1024];
-	const char *where = text(outcome, "where");
+	const char *where = text(outcome, "where"), *msg = text(outcome, "message");
+	const char *call = text(outcome, "call");
 	SEXP trace = get(outcome, "trace");
 
-	message_line(outcome, "run", line, sizeof line);
-	for (R_xlen_t i = 0; TYPEOF(trace) == STRSXP && i < XLENGTH(trace); i++)
-		fprintf(stderr, "%s%s\n", i == 0 ? "traceback:\n  " : "  ",
-			Rf_translateCharUTF8(STRING_ELT(trace, i)));
-	cowrun_task_error(task, "%s (%s)", line, where[0] ? where : script_path);
+	if (strcmp(text(outcome, "class"), "cowrun_command_error") == 0)
+		return -1;
+	if (get(outcome, "message") == R_NilValue)
+		msg = "R failed (an interrupt, or R's memory exhausted)";
+	if (TYPEOF(trace) == STRSXP && XLENGTH(trace) > 0) {
+		char *tb = NULL;
+		size_t size = 0;
+		FILE *f = open_memstream(&tb, &size);
+		if (f != NULL) {
+			/* cowrun_error() would make the lines one */
+			fprintf(f, "cowrun: r: %s: traceback, innermost last:\n", label);
+			for (R_xlen_t i = 0; i < XLENGTH(trace); i++)
+				fprintf(f, "  %s\n", Rf_translateCharUTF8(STRING_ELT(trace, i)));
+			if (fclose(f) == 0)
+				fwrite(tb, 1, size, stderr);
+			free(tb);
+		}
+	}
+	cowrun_task_error(task, "Error%s%s: %s (%s)", call[0] ? " in " : "", call, msg,
+			  where[0] ? where : script_path);
 	return -1;
 }
 
