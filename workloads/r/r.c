@@ -101,6 +101,7 @@ static SEXP call(struct rjob *job, const char *fn, const char *const *argn, int 
 	PROTECT(args);
 	SEXP c = PROTECT(Rf_lcons(Rf_install(fn), args));
 	bind(job, fn, f);
+	r_seed_restore(); /* every function but run() draws from the process's own stream */
 	SEXP out = r_eval(c, job->env, nprot);
 	UNPROTECT(3);
 	PROTECT(out); /* r_eval's protection went with the UNPROTECT above */
@@ -324,7 +325,6 @@ static int r_merge(void *state, size_t k, const void *record, size_t len)
 
 	if (job->merge == R_NilValue)
 		return 0;
-	r_seed_restore();
 	SEXP result = r_unserialize(record, len, k);
 	if (result == NULL)
 		return -1;
@@ -352,7 +352,6 @@ static int r_finish(void *state, FILE *out)
 
 	if (job->finish == R_NilValue)
 		return 0;
-	r_seed_restore();
 	struct r_sink *sink;
 	SEXP con = PROTECT(r_connection_new(out, "summary", 0, &sink));
 	bind(job, "out", con);
