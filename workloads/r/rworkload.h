@@ -16,8 +16,9 @@
  *   rserial.c  results: R_Serialize into the task's record, R_Unserialize
  *              in the parent; external pointers refused
  *   rmodule.c  the R interface a script calls (cowrun_report(), ...), in
- *              an environment attached as "cowrun", and the connection
- *              type under the report and the summary
+ *              an environment attached as "cowrun", the connection type
+ *              under the report, the command and the summary, and R's
+ *              generator set for each task
  *
  * R runs only on the process's main thread: the workload is flagged
  * COWRUN_NO_THREADS (no --mode omp).  R's API may longjmp on an error:
@@ -133,8 +134,10 @@ int r_module_attach(void);
  * loads. */
 SEXP r_module_env(void);
 
-/* Which part of the contract runs now: cowrun_input() only in setup,
- * cowrun_report() and cowrun_task() only in run. */
+/* Which part of the contract runs now: cowrun_input() only in setup (and,
+ * for the source() wrapper, as the script loads), cowrun_report(),
+ * cowrun_command() and cowrun_task() only in run, cowrun_seed() the
+ * task's there. */
 enum r_phase { R_PHASE_OTHER, R_PHASE_LOAD, R_PHASE_SETUP, R_PHASE_RUN, R_PHASE_MERGE_SETUP };
 void r_set_phase(enum r_phase phase);
 
@@ -152,12 +155,14 @@ int r_close_report(struct cowrun_task *task);
 
 /* Before run(): R's generator L'Ecuyer-CMRG, .Random.seed built from the
  * task's seed (the merging side's state kept the first time).  Before
- * merge() and finish(): that state back (a no-op if no run() came since),
- * so that they draw as if no task ran in the process (serial mode). */
+ * every other function of the script (merge(), finish()): that state back
+ * (a no-op if no run() came since), so that they draw as if no task ran
+ * in the process (serial mode runs the tasks in it). */
 void r_seed_task(uint64_t seed);
 void r_seed_restore(void);
 
-/* A connection writing to `f` (text, or binary), which R may close:
+/* A connection writing to `f` (text, converted to UTF-8 from a locale
+ * that is not; or binary), which R may close:
  * *sink is what r_connection_end() takes, to cut it from `f` (later
  * writes fail) and close it in R.  r_connection_end() returns the errno
  * of a write that failed, or 0.  The connection is unprotected. */
