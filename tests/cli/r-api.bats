@@ -101,17 +101,17 @@ setup() {
 	[ "$output" = "$reference" ]
 }
 
-@test "r api: an error in run(): the message, the call, the script's line, the traceback once; warnings once per task; the other tasks go on (fork and serial); --resume-failed completes" {
+@test "r api: an error in run(): the message, the call, the script's line, the traceback once; warnings once per task, 50 kept; the other tasks go on (fork and serial); --resume-failed completes" {
 	mkdir "$BATS_TEST_TMPDIR/marks"
 	run --separate-stderr cowrun -j 2 --joblog "$BATS_TEST_TMPDIR/log" -o "$OUT" r "$API" errors "$BATS_TEST_TMPDIR/marks"
 	[ "$status" -eq 2 ] || { echo "status $status: $stderr" >&2; return 1; }
 	assert_no_leftovers
 	[[ "$stderr" == *"cowrun: r: task 1 (b) failed: Error in helper(i): task 1 has no data (${API}:14)"* ]] ||
 		{ echo "$stderr" >&2; return 1; }
-	[[ "$stderr" == *"cowrun: r: task 4 (e) failed: Error in run(state, i, name): e stops in run (${API}:99)"* ]]
+	[[ "$stderr" == *"cowrun: r: task 4 (e) failed: Error in run(state, i, name): e stops in run (${API}:100)"* ]]
 	[[ "$stderr" == *"cowrun: r: task 1 (b): traceback, innermost last:
   1: run(state, i, name)
-  2: helper(i) at ${API}:98
+  2: helper(i) at ${API}:99
   3: stop(\"task \", i, \" has no data\") at ${API}:14"* ]]
 	[ "$(grep -c 'traceback, innermost last' <<<"$stderr")" -eq 2 ]
 	# Two warnings per task, each once, named by the task.
@@ -119,6 +119,11 @@ setup() {
 		[ "$(grep -c "^cowrun: r: task $t: warning: first warning of .* (in run(state, i, name)) at ${API}:95$" <<<"$stderr")" -eq 1 ]
 		[ "$(grep -c "^cowrun: r: task $t: warning: second warning of " <<<"$stderr")" -eq 1 ]
 	done
+	# d warns 60 times more in a loop: R's 50 kept, a run of equal ones
+	# one line, the rest counted.
+	[ "$(grep -c "^cowrun: r: task 3 (d): warning: NAs introduced by coercion (in run(state, i, name)) at ${API}:98 (48 times)$" <<<"$stderr")" -eq 1 ]
+	[ "$(grep -c "^cowrun: r: task 3 (d): 12 more warnings, not shown (options(nwarnings = 50) keeps the first)$" <<<"$stderr")" -eq 1 ]
+	[ "$(grep -c "^cowrun: r: task 3 (d): " <<<"$stderr")" -eq 4 ]
 	[ -e "$OUT/a" ] && [ -e "$OUT/c" ] && [ -e "$OUT/d" ] && [ ! -e "$OUT/b" ] && [ ! -e "$OUT/e" ]
 	[ "$(head -3 <<<"$output" | tr '\n' ' ')" = "a c d " ]
 	run --separate-stderr cowrun -j 2 --joblog "$BATS_TEST_TMPDIR/log" --resume-failed -o "$OUT" r "$API" errors "$BATS_TEST_TMPDIR/marks"
@@ -139,5 +144,5 @@ setup() {
 	[ "$status" -eq 254 ]
 	assert_no_leftovers
 	[ -z "$output" ]
-	assert_one_line_error "cowrun: r: ${API}:112: in finish(): finish fails"
+	assert_one_line_error "cowrun: r: ${API}:113: in finish(): finish fails"
 }
