@@ -88,7 +88,8 @@
 #   run exits with the number of tasks that failed; --resume-failed reruns
 #   it.  Warnings a task gives are printed once, after it, each naming it:
 #       cowrun: r: task 1 (b): warning: NAs introduced (in as.integer(x)) at report.R:15
-#   (R prints none of them itself).
+#   (R prints none of them itself): the first getOption("nwarnings") (50),
+#   a run of equal ones as one line "(N times)", the rest counted.
 #
 #   stop() in finish(): one line naming the script's line, no summary (not
 #   half of one), exit 254.
