@@ -50,19 +50,59 @@
 # works).  Standard output is the summary's: in finish(), cat(..., file =
 # out), or print() (R's console is the summary while finish() runs).
 #
-# The cowrun interface, in an environment attached as "cowrun":
-#   cowrun_report(binary = FALSE)   in run(): a connection to the task's
-#       report OUTDIR/NAME (text, UTF-8; binary = TRUE for writeBin()).  It
-#       is committed (flushed, fsynced, renamed) only when run() returns;
-#       after an error nothing of it is kept.  close() is allowed, not
-#       needed.
-#   cowrun_input(path)   in setup() (or the top level): path is an input of
-#       the run: --resume and --merge refuse results of another content.
-#       The script is an input already, and so is every file it source()s
-#       as it loads.
-#   cowrun_task()        in run(): list(index = i, name = name); NULL
+# The cowrun functions (attached as "cowrun"; only under cowrun r):
+#
+#   cowrun_report(binary = FALSE)
+#       in run(): a connection on the task's report, OUTDIR/NAME: text
+#       written as UTF-8 (cat(), writeLines(), sink()), or binary for
+#       writeBin().  Written under a temporary name and committed (flushed,
+#       fsynced, renamed) only when run() returns; removed when run()
+#       fails.  cowrun closes it after run(); close() in the script is
+#       harmless.  A second call in the same task returns the same
+#       connection; asked the other way (binary), or after close(), it
+#       fails in one line.  sink(cowrun_report()) sends print() there; a
+#       sink run() leaves is ended after it.  Elsewhere: an error.
+#   cowrun_command(cmd, to = c("report", "stderr"), binary = FALSE)
+#       in run(): start cmd (spawned: no copy of the setup's pages) and
+#       return a connection writing to its standard input.  to = "report":
+#       its output is the task's report, kept as cowrun_report()'s (then do
+#       not call cowrun_report()); to = "stderr": its output goes to
+#       standard error.  cmd is split into words, or run by /bin/sh -c when
+#       it has shell syntax; {/} {#} {%} are the report's file name, the
+#       task's number from 1 and the worker's slot ({} is refused: the
+#       command writes the report, no complete one exists; a '|' pipeline
+#       is refused: /bin/sh has no pipefail).  After run() cowrun closes the
+#       connection and waits: the task fails, naming cmd, its status and
+#       its last stderr line, if it fails or stops reading; it is killed
+#       with its task (--timeout, --halt now).  One command per task.  If
+#       it cannot start: an error of class "cowrun_command_error" (catch it
+#       with tryCatch(..., cowrun_command_error = ...)); uncaught, the task
+#       fails with cowrun's line saying why.
+#   cowrun_input(path)
+#       in setup() (or the top level): path is an input of the run:
+#       --resume refuses it changed (nothing in plan(), merge() ...).  Returns path, invisibly: fread(cowrun_input(f)).  A file
+#       the script source()s as it loads is one already.
+#   cowrun_task()
+#       in run(): list(index = i, name = name) (index an integer); NULL
 #       elsewhere.
-#   cowrun_verbosity()   0, or 1 under cowrun -v.
+#   cowrun_seed()
+#       in run(): the task's seed, from --seed (0 unless given) and i;
+#       elsewhere the run's, --seed.  A string of decimal digits: the seed
+#       is a 64-bit number, which no R number holds exactly.
+#   cowrun_verbosity()
+#       1 under cowrun -v, else 0.
+#
+# Random numbers.  Before each run(), R's generator is set for the task:
+# RNGkind("L'Ecuyer-CMRG", normal.kind = "Inversion", sample.kind =
+# "Rejection"), its .Random.seed built from the task's 64-bit seed (not
+# folded to set.seed()'s 32 bits: two tasks never share a stream by a
+# collision of seeds).  runif(), rnorm() and sample() in run() draw the
+# same numbers at every -j, serial or fork, on a retry and on a resume.  A
+# set.seed() in setup() does not reach run(); merge() and finish() go on
+# from the parent's own generator (setup()'s set.seed(), say) as if no
+# task had run in their process (serial mode runs the tasks in it).  A
+# run() that wants another generator calls set.seed() itself, from
+# cowrun_task()$index, say.
 #
 # Errors.
 #   - A parse error, or an error while loading the script or in setup(),
@@ -73,7 +113,7 @@
 #     traceback goes to stderr once.  The other tasks go on; --retries runs
 #     it again in a fresh worker; the run exits with the number of failed
 #     tasks; --resume-failed reruns it.  Its warnings are printed once,
-#     naming the task.
+#     naming the task (the formats: docs/r.md).
 #   - q() anywhere is an error (the task fails; in setup() the run): R's
 #     session, its tempdir() shared by the parent and every worker, stays.
 #   - A result holding an external pointer (a connection, a database
@@ -108,6 +148,7 @@ run <- function(state, i, name) {
   row <- state$table[i + 1L, ]                 # i counts from 0
   out <- cowrun_report()
   cat(sprintf("%s: %d squared is %g\n", name, row$k, row$square), file = out)
+  cat(sprintf("draw %.6f\n", runif(1)), file = out)   # the task's own stream
   row$square                                   # what merge() receives
 }
 

@@ -112,6 +112,7 @@ static SEXP call(struct rjob *job, const char *fn, const char *const *argn, int 
 	PROTECT(args);
 	SEXP c = PROTECT(Rf_lcons(Rf_install(fn), args));
 	bind(job, fn, f);
+	r_seed_restore(); /* every function but run() draws from the process's own stream */
 	SEXP out = r_eval(c, job->env, nprot);
 	UNPROTECT(3);
 	PROTECT(out); /* r_eval's protection went with the UNPROTECT above */
@@ -278,9 +279,10 @@ static int r_run(const void *state, size_t k, struct cowrun_task *task)
 	static const char *const argn[] = { "state", "i", "name" };
 	const struct rjob *job = state;
 	char label[COWRUN_NAME_MAX + 32];
-	int nprot = 0, rc = 0;
+	int nprot = 0, rc = 0, closed;
 
 	r_worker_stdin();
+	r_seed_task(cowrun_task_seed(task));
 	snprintf(label, sizeof label, "task %zu (%s)", k, job->name[k]);
 	SEXP c = PROTECT(Rf_lang4(Rf_install("run"), Rf_install(argn[0]), Rf_install(argn[1]),
 				  Rf_install(argn[2])));
@@ -293,9 +295,9 @@ static int r_run(const void *state, size_t k, struct cowrun_task *task)
 	r_say_warnings(out, label);
 	if (!r_ok(out)) {
 		r_close_report(NULL);
-		rc = r_run_failed(task, out);
-	} else if (r_close_report(task) != 0) {
-		rc = -1;
+		rc = r_run_failed(task, out, label);
+	} else if ((closed = r_close_report(task)) != 0) {
+		rc = closed < 0 ? -1 : 0; /* 1: the runner names the command's failed input */
 	} else if (job->merge != R_NilValue) {
 		rc = r_serialize_result(r_value(out), task, k, job->name[k]);
 	}

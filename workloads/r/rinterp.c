@@ -100,13 +100,18 @@ static const char helper_source[] =
 	"outcome <- function(expr, env) {\n"
 	"  trace <- NULL\n"
 	"  warns <- character()\n"
+	"  nwarn <- 0L\n"
+	"  keep <- getOption('nwarnings', 50L)\n"
 	"  tryCatch(withCallingHandlers(\n"
-	"      list(ok = TRUE, value = eval(expr, env), warnings = warns),\n"
+	"      list(ok = TRUE, value = eval(expr, env), warnings = warns, nwarnings = nwarn),\n"
 	"      warning = function(w) {\n"
-	"        call <- conditionCall(w)\n"
-	"        warns <<- c(warns, paste0(one_line(conditionMessage(w)),\n"
-	"          if (!is.null(call)) paste0(' (in ', deparse(call, nlines = 1L)[1L], ')') else '',\n"
-	"          ' at ', where(sys.calls())))\n"
+	"        nwarn <<- nwarn + 1L\n"
+	"        if (nwarn <= keep) {\n"
+	"          call <- conditionCall(w)\n"
+	"          warns <<- c(warns, paste0(one_line(conditionMessage(w)),\n"
+	"            if (!is.null(call)) paste0(' (in ', deparse(call, nlines = 1L)[1L], ')') else '',\n"
+	"            ' at ', where(sys.calls())))\n"
+	"        }\n"
 	"        invokeRestart('muffleWarning')\n"
 	"      },\n"
 	"      error = function(e) trace <<- sys.calls()),\n"
@@ -116,7 +121,7 @@ static const char helper_source[] =
 	"      list(ok = FALSE, message = one_line(conditionMessage(e)),\n"
 	"           call = if (is.null(call)) '' else deparse(call, nlines = 1L)[1L],\n"
 	"           where = where(calls), trace = traceback_lines(calls), warnings = warns,\n"
-	"           class = class(e)[1L])\n"
+	"           nwarnings = nwarn, class = class(e)[1L])\n"
 	"    })\n"
 	"}\n"
 	"load <- function(path, env) {\n"
@@ -532,31 +537,65 @@ void r_say_failed(SEXP outcome, const char *fn)
 	cowrun_error("%s: in %s(): %s", where[0] ? where : script_path, fn, line);
 }
 
+/* The first getOption("nwarnings") (50) warnings are kept, as R keeps
+ * them: a loop that warns 10^5 times costs a count, not 10^5 lines.  A
+ * run of equal ones is one line, "(N times)". */
 void r_say_warnings(SEXP outcome, const char *label)
 {
-	SEXP w = get(outcome, "warnings");
+	SEXP w = get(outcome, "warnings"), total = get(outcome, "nwarnings");
+	R_xlen_t n = TYPEOF(w) == STRSXP ? XLENGTH(w) : 0;
 
-	for (R_xlen_t i = 0; TYPEOF(w) == STRSXP && i < XLENGTH(w); i++)
-		cowrun_error("%s: warning: %s", label, Rf_translateCharUTF8(STRING_ELT(w, i)));
+	for (R_xlen_t i = 0, same; i < n; i += same) {
+		for (same = 1; i + same < n && STRING_ELT(w, i + same) == STRING_ELT(w, i);)
+			same++;  /* one CHARSXP per string: R caches them */
+		if (same > 1)
+			cowrun_error("%s: warning: %s (%ld times)", label,
+				     Rf_translateCharUTF8(STRING_ELT(w, i)), (long)same);
+		else
+			cowrun_error("%s: warning: %s", label, Rf_translateCharUTF8(STRING_ELT(w, i)));
+	}
+	int more = TYPEOF(total) == INTSXP && XLENGTH(total) == 1 ? INTEGER(total)[0] - (int)n : 0;
+	if (more > 0)
+		cowrun_error("%s: %d more warning%s, not shown (options(nwarnings = %ld) "
+			     "keeps the first)", label, more, more == 1 ? "" : "s", (long)n);
 }
 
 /*
- * run()'s error: "MESSAGE (in CALL) (SCRIPT:LINE)" as the task's one
- * line, and the traceback once on stderr, innermost call last, as R's
- * traceback() lists it with its "at FILE:LINE".  Kept apart so that
- * the form can change without touching the rest.
+ * run()'s error, as R says one: "Error in CALL: MESSAGE (SCRIPT:LINE)"
+ * is the task's line (the joblog's, the run's last lines), CALL the
+ * condition's call (run(state, i, name) as cowrun called it, never a
+ * do.call() of deparsed values), "Error: MESSAGE" when it has none; the
+ * traceback goes once to stderr, in one write, named by the task,
+ * innermost call last as R's traceback() lists it.  A command that did not
+ * start (a "cowrun_command_error" the script did not catch) keeps the
+ * runner's own line.
  */
-int r_run_failed(struct cowrun_task *task, SEXP outcome)
+int r_run_failed(struct cowrun_task *task, SEXP outcome, const char *label)
 {
-	char line[1024];
-	const char *where = text(outcome, "where");
+	const char *where = text(outcome, "where"), *msg = text(outcome, "message");
+	const char *call = text(outcome, "call");
 	SEXP trace = get(outcome, "trace");
 
-	message_line(outcome, "run", line, sizeof line);
-	for (R_xlen_t i = 0; TYPEOF(trace) == STRSXP && i < XLENGTH(trace); i++)
-		fprintf(stderr, "%s%s\n", i == 0 ? "traceback:\n  " : "  ",
-			Rf_translateCharUTF8(STRING_ELT(trace, i)));
-	cowrun_task_error(task, "%s (%s)", line, where[0] ? where : script_path);
+	if (strcmp(text(outcome, "class"), "cowrun_command_error") == 0)
+		return -1;
+	if (get(outcome, "message") == R_NilValue)
+		msg = "R failed (an interrupt, or R's memory exhausted)";
+	if (TYPEOF(trace) == STRSXP && XLENGTH(trace) > 0) {
+		char *tb = NULL;
+		size_t size = 0;
+		FILE *f = open_memstream(&tb, &size);
+		if (f != NULL) {
+			/* cowrun_error() would make the lines one */
+			fprintf(f, "cowrun: r: %s: traceback, innermost last:\n", label);
+			for (R_xlen_t i = 0; i < XLENGTH(trace); i++)
+				fprintf(f, "  %s\n", Rf_translateCharUTF8(STRING_ELT(trace, i)));
+			if (fclose(f) == 0)
+				fwrite(tb, 1, size, stderr);
+			free(tb);
+		}
+	}
+	cowrun_task_error(task, "Error%s%s: %s (%s)", call[0] ? " in " : "", call, msg,
+			  where[0] ? where : script_path);
 	return -1;
 }
 

@@ -16,8 +16,9 @@
  *   rserial.c  results: R_Serialize into the task's record, R_Unserialize
  *              in the parent; external pointers refused
  *   rmodule.c  the R interface a script calls (cowrun_report(), ...), in
- *              an environment attached as "cowrun", and the connection
- *              type under the report and the summary
+ *              an environment attached as "cowrun", the connection type
+ *              under the report, the command and the summary, and R's
+ *              generator set for each task
  *
  * R runs only on the process's main thread: the workload is flagged
  * COWRUN_NO_THREADS (no --mode omp).  R's API may longjmp on an error:
@@ -78,9 +79,10 @@ SEXP r_value(SEXP outcome);
  * (in CALL)". */
 void r_say_failed(SEXP outcome, const char *fn);
 
-/* A failed outcome of run(): the task's error (its message, the call,
- * the script's line) and, once on stderr, its traceback.  Returns -1. */
-int r_run_failed(struct cowrun_task *task, SEXP outcome);
+/* A failed outcome of run(): the task's error, "Error in CALL: MESSAGE
+ * (SCRIPT:LINE)", and, once on stderr, its traceback named by `label`
+ * ("task 3 (b.txt)").  Returns -1. */
+int r_run_failed(struct cowrun_task *task, SEXP outcome, const char *label);
 
 /* The warnings an outcome collected, once on stderr, each naming
  * `label` ("setup()", "task 3 (b.txt)"). */
@@ -141,22 +143,35 @@ int r_module_attach(void);
  * loads. */
 SEXP r_module_env(void);
 
-/* Which part of the contract runs now: cowrun_input() only in setup,
- * cowrun_report() and cowrun_task() only in run. */
+/* Which part of the contract runs now: cowrun_input() only in setup (and,
+ * for the source() wrapper, as the script loads), cowrun_report(),
+ * cowrun_command() and cowrun_task() only in run, cowrun_seed() the
+ * task's there. */
 enum r_phase { R_PHASE_OTHER, R_PHASE_LOAD, R_PHASE_SETUP, R_PHASE_RUN, R_PHASE_MERGE_SETUP };
 void r_set_phase(enum r_phase phase);
 
 /* The task run() is called for (R_PHASE_RUN), or NULL after it. */
 void r_set_task(struct cowrun_task *task, size_t index, const char *name);
 
-/* After run(): close the report connection the script opened, if it did
- * (R may already have closed it: that is harmless).  Its writes reach the
- * runner's FILE as they are made; a write that failed fails the task
- * (with `task`; NULL: run() failed already): returns -1 after
- * cowrun_task_error(), else 0. */
+/* After run(): end the connections cowrun_report() and cowrun_command()
+ * gave it (R may already have closed them: that is harmless), and a
+ * sink() to them it left.  Their writes reach the runner's FILEs as they
+ * are made.  With `task` (NULL: run() failed already): a report write
+ * that failed fails the task (-1 after cowrun_task_error()); a command
+ * write that failed returns 1: the runner's wait names it (run() returns
+ * 0, no result); else 0. */
 int r_close_report(struct cowrun_task *task);
 
-/* A connection writing to `f` (text, or binary), which R may close:
+/* Before run(): R's generator L'Ecuyer-CMRG, .Random.seed built from the
+ * task's seed (the merging side's state kept the first time).  Before
+ * every other function of the script (merge(), finish()): that state back
+ * (a no-op if no run() came since), so that they draw as if no task ran
+ * in the process (serial mode runs the tasks in it). */
+void r_seed_task(uint64_t seed);
+void r_seed_restore(void);
+
+/* A connection writing to `f` (text, converted to UTF-8 from a locale
+ * that is not; or binary), which R may close:
  * *sink is what r_connection_end() takes, to cut it from `f` (later
  * writes fail) and close it in R.  r_connection_end() returns the errno
  * of a write that failed, or 0.  The connection is unprotected. */
