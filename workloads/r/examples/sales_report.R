@@ -266,61 +266,69 @@ plan <- function(args) {
 
 # ---- run (a forked worker, one store) ----------------------------------------
 
-# Sums of tx, units and revenue of dt by key (integers in 1..n), with a
-# row for every key in 1..n (zeros where dt has none).
-tally <- function(dt, g, n) {
-  t <- dt[, .(tx = sum(tx), units = sum(units), revenue = sum(revenue)), keyby = .(k = g)]
-  out <- data.table(tx = numeric(n), units = numeric(n), revenue = numeric(n))
-  out[t$k, `:=`(tx = t$tx, units = t$units, revenue = t$revenue)]
+# Sums of the columns of m by g (integers in 1..n), one row for every 1..n
+# (zeros where g has none).  Base R's rowsum() rather than a data.table
+# grouping: on a store's few thousand rows the grouping's own overhead
+# dominates (2.5 ms a call against 1 ms, 42,000 rows).
+fold <- function(m, g, n) {
+  s <- rowsum(m, g)  # the keys present, sorted
+  out <- matrix(0, n, ncol(m), dimnames = list(NULL, colnames(m)))
+  out[as.integer(rownames(s)), ] <- s
   out
 }
 
-nearest_rank <- function(sorted, pct) sorted[(length(sorted) * pct + 99) %/% 100]
+# Nearest-rank percentiles pct of x (a partial sort: 4 order statistics).
+nearest_rank <- function(x, pct) {
+  r <- (length(x) * pct + 99) %/% 100
+  sort(x, partial = unique(r))[r]
+}
 
 report_lines <- function(s, id, sale) {
-  rev <- sum(sale$revenue); units <- sum(sale$units); tx <- nrow(sale)
-  discount <- sum(sale$discount); below <- sum(sale$discount > 0)
-  by_day <- tally(sale, sale$day, s$ndays)
-  trading <- which(by_day$tx > 0)
+  units <- as.numeric(sale$quantity)      # doubles: exact whole numbers to 2^53
+  revenue <- units * sale$cents
+  discount <- (s$list_price[sale$product] - sale$cents) * units
+  rev <- sum(revenue); tx <- length(units); below <- sum(discount > 0)
+  by_day <- fold(cbind(tx = 1, units, revenue), sale$day, s$ndays)
+  trading <- which(by_day[, "tx"] > 0)
   # which.max/which.min: the first, the earliest day of a tie.
-  best <- trading[which.max(by_day$revenue[trading])]
-  worst <- trading[which.min(by_day$revenue[trading])]
+  best <- trading[which.max(by_day[trading, "revenue"])]
+  worst <- trading[which.min(by_day[trading, "revenue"])]
   title <- sprintf("NIGHTLY SALES REPORT - STORE %04d", id)
   period <- sprintf("%s to %s (%d day%s)", s$dates[1], s$dates[s$ndays], s$ndays, plural(s$ndays))
   summary <- sprintf("  %-31s %16s%s",
     c("Transactions", "Units sold", "Revenue", "Average transaction",
       "Average units per transaction", "Average revenue per trading day",
       "Sold below list price", "Discount given", "Trading days"),
-    c(count(tx), count(units), money(rev), avg_money(rev, tx), ratio(units, tx),
-      avg_money(rev, length(trading)), count(below), money(discount),
+    c(count(tx), count(sum(units)), money(rev), avg_money(rev, tx), ratio(sum(units), tx),
+      avg_money(rev, length(trading)), count(below), money(sum(discount)),
       sprintf("%d of %d", length(trading), s$ndays)),
     c(rep("", 6), sprintf(" (%s of transactions)", share(below, tx)), "",
       sprintf(" (first sale %s, last sale %s)", s$dates[trading[1]], s$dates[trading[length(trading)]])))
 
-  m <- tally(by_day, s$month_of_day, length(s$months))
-  months <- sprintf("  %-8s %14s %12s %18s %8s", c(s$months, "Total"),
-    count(c(m$tx, tx)), count(c(m$units, units)), money(c(m$revenue, rev)),
-    share(c(m$revenue, rev), rev))
+  m <- rbind(fold(by_day, s$month_of_day, length(s$months)), colSums(by_day))
+  months <- sprintf("  %-8s %14s %12s %18s %8s", c(s$months, "Total"), count(m[, "tx"]),
+    count(m[, "units"]), money(m[, "revenue"]), share(m[, "revenue"], rev))
 
-  # Best sellers: revenue descending, ties in catalogue order (keyby sorts
-  # by catalogue index; order() in i is data.table's forder, stable).
-  p <- sale[, .(units = sum(units), revenue = sum(revenue)), keyby = product]
-  p <- p[order(-revenue)][seq_len(min(.N, TOP_PRODUCTS))]
-  products <- sprintf("  %4d %10s %16s %10s %10s  %s", seq_len(nrow(p)), count(p$units),
-    money(p$revenue), avg_money(p$revenue, p$units), money(s$list_price[p$product]),
-    s$labels[p$product])
+  # Best sellers: revenue descending, ties in catalogue order (rowsum sorts
+  # by catalogue index; radix order is stable).
+  p <- rowsum(cbind(units, revenue), sale$product)
+  top <- head(order(-p[, "revenue"], method = "radix"), TOP_PRODUCTS)
+  pid <- as.integer(rownames(p)[top])
+  products <- sprintf("  %4d %10s %16s %10s %10s  %s", seq_along(top), count(p[top, "units"]),
+    money(p[top, "revenue"]), avg_money(p[top, "revenue"], p[top, "units"]),
+    money(s$list_price[pid]), s$labels[pid])
 
-  basket <- sort(sale$units); ticket <- sort(sale$revenue)
   pct <- c(50, 90, 99, 100)
   cells <- function(v) paste(sprintf(" %14s", v), collapse = "")
   day_line <- function(what, d) sprintf("%-10s %s %s %14s in %s transaction%s", what,
-    s$dates[d], WEEKDAYS[s$weekday[d]], money(by_day$revenue[d]), count(by_day$tx[d]),
-    plural(by_day$tx[d]))
+    s$dates[d], WEEKDAYS[s$weekday[d]], money(by_day[d, "revenue"]), count(by_day[d, "tx"]),
+    plural(by_day[d, "tx"]))
 
   days <- tabulate(s$weekday, 7L)
-  w <- tally(by_day, s$weekday, 7L)
-  weekdays <- sprintf("  %-7s %5d %14s %12s %18s %14s %7s", WEEKDAYS, days, count(w$tx),
-    count(w$units), money(w$revenue), avg_money(w$revenue, days), share(w$revenue, rev))
+  w <- fold(by_day, s$weekday, 7L)
+  weekdays <- sprintf("  %-7s %5d %14s %12s %18s %14s %7s", WEEKDAYS, days, count(w[, "tx"]),
+    count(w[, "units"]), money(w[, "revenue"]), avg_money(w[, "revenue"], days),
+    share(w[, "revenue"], rev))
 
   lines <- c(title, strrep("=", nchar(title)),
     paste("Period covered: ", period), paste("Source:         ", s$source), "",
@@ -332,30 +340,39 @@ report_lines <- function(s, id, sale) {
     sprintf("  %4s %10s %16s %10s %10s  %s", "Rank", "Units", "Revenue", "Avg price", "List", "Product"),
     products, "",
     sprintf("Per transaction         %14s %14s %14s %14s", "p50", "p90", "p99", "max"),
-    sprintf("  %-21s%s", "Units (basket size)", cells(count(nearest_rank(basket, pct)))),
-    sprintf("  %-21s%s", "Revenue", cells(money(nearest_rank(ticket, pct)))), "",
+    sprintf("  %-21s%s", "Units (basket size)", cells(count(nearest_rank(units, pct)))),
+    sprintf("  %-21s%s", "Revenue", cells(money(nearest_rank(revenue, pct)))), "",
     day_line("Best day:", best), day_line("Worst day:", worst), "",
     "Weekday profile",
     sprintf("  %-7s %5s %14s %12s %18s %14s %7s", "Weekday", "Days", "Transactions",
             "Units", "Revenue", "Avg per day", "Share"),
     weekdays)
   list(lines = lines,
-       result = c(store = id, revenue = rev, units = units, transactions = tx,
-                  discount = discount, best_day = best, best_day_revenue = by_day$revenue[best]))
+       result = c(store = id, revenue = rev, units = sum(units), transactions = tx,
+                  discount = sum(discount), best_day = best,
+                  best_day_revenue = by_day[[best, "revenue"]]))
 }
 
-run <- function(state, i, name) {
-  k <- i + 1L
-  rows <- (state$offsets[k] + 1L):state$offsets[k + 1L]
-  # This worker's own copy of its store's rows (a few thousand); the shared
-  # columns are only read.  Doubles from here: exact whole numbers to 2^53.
-  sale <- state$sales[rows]
-  sale[, `:=`(tx = 1, units = as.numeric(quantity), revenue = as.numeric(quantity) * cents,
-              discount = (state$list_price[product] - cents) * as.numeric(quantity))]
+write_report <- function(state, k) {
+  # This worker's own copy of its store's rows (a few thousand); the
+  # shared columns are only read.
+  sale <- state$sales[(state$offsets[k] + 1L):state$offsets[k + 1L]]
   r <- report_lines(state, state$store_ids[k], sale)
   # useBytes: product names go out as the file's bytes (UTF-8), whatever the locale.
   writeLines(r$lines, cowrun_report(), useBytes = TRUE)
   r$result
+}
+
+run <- function(state, i, name) {
+  result <- write_report(state, i + 1L)
+  # A young-generation collection: the task's garbage goes now, so the
+  # worker reuses that memory for the next task instead of growing.  At 5M
+  # rows, 30 tasks in one forked worker: 30 MB private at the end against
+  # 120 MB without it, for no measurable CPU (0.50 s both); a full gc()
+  # instead would keep 49 MB and cost 1.67 s, since it writes the mark bit
+  # of every object the parent made (a copy of each page of them).
+  invisible(gc(full = FALSE))
+  result
 }
 
 # ---- merge and finish (the parent) ---------------------------------------------
