@@ -115,21 +115,34 @@ parse_args <- function(args) {
   input
 }
 
+# What a column's class says, for fread's type-bump message.
+EXPECTED <- c(date = "a date YYYY-MM-DD", store = "an integer id up to 999999999",
+              quantity = "an integer up to 1000000")
+
 # fread with every class explicit; any warning (a type bump, a short line
-# where fread stops early) is an error naming the file.
+# where fread stops early) is an error naming the file, in one line.
 read_sales <- function(path) {
-  first <- tryCatch(readLines(path, n = 1L, warn = FALSE), error = function(e)
-    fail("cannot read '", path, "': ", conditionMessage(e)))
+  # tryCatch's last handler is the outermost: the warning's fail() is not
+  # caught again by the error handler.
+  first <- tryCatch(readLines(path, n = 1L, warn = FALSE),
+                    error = function(e) fail("cannot read '", path, "': ", conditionMessage(e)),
+                    warning = function(w) fail(conditionMessage(w)))
   first <- sub("^\xEF\xBB\xBF", "", sub("\r$", "", first), useBytes = TRUE)
-  if (length(first) == 0L || first != HEADER)
-    fail(path, ": bad header '", substr(first[1], 1, 60), "' (expected '", HEADER, "')")
-  withCallingHandlers(
+  if (length(first) == 0L) fail(path, ": empty, no header (expected '", HEADER, "')")
+  if (first != HEADER)
+    fail(path, ": bad header '", substr(first, 1, 60), "' (expected '", HEADER, "')")
+  tryCatch(
     fread(path, sep = ",", header = TRUE, quote = "", strip.white = FALSE,
           na.strings = NULL, blank.lines.skip = TRUE, showProgress = FALSE,
           colClasses = c(date = "IDate", store = "integer", product = "character",
                          quantity = "integer", unit_price = "character")),
-    warning = function(w) fail(path, ": ", conditionMessage(w)),
-    error = function(e) fail(path, ": ", conditionMessage(e)))
+    error = function(e) fail(path, ": ", conditionMessage(e)),
+    warning = function(w) {
+      m <- regmatches(conditionMessage(w), regexec("column [0-9]+ <<([a-z_]+)>> of inherent type '([a-z0-9]+)'", conditionMessage(w)))[[1]]
+      if (length(m) == 3L && m[2] %in% names(EXPECTED))
+        fail(path, ": column ", m[2], " has a value that is not ", EXPECTED[[m[2]]], " (fread read it as ", m[3], ")")
+      fail(path, ": ", conditionMessage(w))
+    })
 }
 
 # x: an integer column (an IDate is one); lo and hi: its bounds.
@@ -189,14 +202,17 @@ calendar <- function(first, last) {
        months = unique(format(days, "%Y-%m")))
 }
 
+# SALES_REPORT_VERBOSE=1: each step of the load on stderr, wall and CPU.
 timer <- function(what) {
   if (nzchar(Sys.getenv("SALES_REPORT_VERBOSE"))) {
-    now <- proc.time()[["elapsed"]]
-    if (!is.null(what)) message(sprintf("sales_report.R: %-12s %.3f s", what, now - timer_at))
+    now <- proc.time()
+    if (!is.null(what))
+      message(sprintf("sales_report.R: %-9s %.3f s (CPU %.3f s)", what, now[["elapsed"]] - timer_at[["elapsed"]],
+                      sum(now[1:2]) - sum(timer_at[1:2])))
     timer_at <<- now
   }
 }
-timer_at <- 0
+timer_at <- NULL
 
 load_sales <- function(path) {
   timer(NULL)
@@ -289,10 +305,12 @@ report_lines <- function(s, id, sale) {
   discount <- (s$list_price[sale$product] - sale$cents) * units
   rev <- sum(revenue); tx <- length(units); below <- sum(discount > 0)
   by_day <- fold(cbind(tx = 1, units, revenue), sale$day, s$ndays)
-  trading <- which(by_day[, "tx"] > 0)
+  # unname: a one-day period's matrix column keeps its column name.
+  day_rev <- unname(by_day[, "revenue"])
+  trading <- which(unname(by_day[, "tx"]) > 0)
   # which.max/which.min: the first, the earliest day of a tie.
-  best <- trading[which.max(by_day[trading, "revenue"])]
-  worst <- trading[which.min(by_day[trading, "revenue"])]
+  best <- trading[which.max(day_rev[trading])]
+  worst <- trading[which.min(day_rev[trading])]
   title <- sprintf("NIGHTLY SALES REPORT - STORE %04d", id)
   period <- sprintf("%s to %s (%d day%s)", s$dates[1], s$dates[s$ndays], s$ndays, plural(s$ndays))
   summary <- sprintf("  %-31s %16s%s",
@@ -350,7 +368,7 @@ report_lines <- function(s, id, sale) {
   list(lines = lines,
        result = c(store = id, revenue = rev, units = sum(units), transactions = tx,
                   discount = sum(discount), best_day = best,
-                  best_day_revenue = by_day[[best, "revenue"]]))
+                  best_day_revenue = day_rev[best]))
 }
 
 write_report <- function(state, k) {
