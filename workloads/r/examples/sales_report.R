@@ -22,22 +22,24 @@
 #
 # Memory (what a forked worker copies): the state holds a data.table of
 # four integer columns (day, product, quantity, cents: 16 bytes a row,
-# sorted by store) and each store's row offsets; no character column and
-# no factor of per-row strings survives the setup.  The date is read as
-# fread's IDate (an integer: no string is ever made for it); product and
-# price are read as text, turned into integer codes with chmatch() against
-# their few distinct values (about 5,000 products and 40,000 prices at 5M
-# rows), and the text columns dropped.  Why: R's garbage collector writes
-# the mark bits in the header of every object it visits, and every string
-# is an object, so a worker whose GC sweeps 5M strings writes to (and
-# copies) every page holding them: the issue's probe measured 339 MB
-# private per worker for 5M unique strings against 31-37 MB for numeric
-# and factor columns.  An integer vector is one object: the GC writes one
-# header, and the worker's reads leave its pages shared.  A factor would
-# do as well (it is an integer vector too) but fread would build the
-# character column first; the codes here are built from the few distinct
-# values instead.  A worker copies only its store's rows (sales[rows]).
-#
+# sorted by store) and each store's row offsets; no character column
+# survives the setup.  The date is read as fread's IDate (an integer: no
+# string is ever made for it); product and price are read as text, turned
+# into integer codes through their few distinct values (data.table's
+# grouping; about 5,000 products and 40,000 prices at 5M rows), and the
+# text columns dropped.  Why: R's garbage collector writes the mark bits in
+# the header of every object it visits, and every string is an object, so
+# a worker whose GC sweeps millions of strings writes to (and copies) every
+# page holding them.  An integer vector is one object: the GC writes one
+# header, and the worker's reads leave its pages shared.  A factor would do
+# as well (an integer vector too) but fread would build the character
+# column first.  Measured with cowrun --stats at 5M rows, -j 2: 45.8-45.9
+# MiB private per worker; 47.7 MiB with the product's text column kept
+# (5,000 distinct strings); 400.8-400.9 MiB and 8x the workers' CPU with a
+# column of 5M unique strings (docs/r.md, "The example").  A worker copies
+# only its store's rows (sales[rows]); the two gc() calls below are
+# measured where they are.
+
 # Money is integer cents held in doubles (exact below 2^53; setup refuses
 # a file whose revenue could round), every printed ratio is computed with
 # %/% on whole numbers, so every run prints the same bytes.
