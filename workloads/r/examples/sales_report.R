@@ -33,9 +33,9 @@
 # page holding them.  An integer vector is one object: the GC writes one
 # header, and the worker's reads leave its pages shared.  A factor would do
 # as well (an integer vector too) but fread would build the character
-# column first.  Measured with cowrun --stats at 5M rows, -j 2: 45.8-45.9
-# MiB private per worker; 47.7 MiB with the product's text column kept
-# (5,000 distinct strings); 400.8-400.9 MiB and 8x the workers' CPU with a
+# column first.  Measured with cowrun --stats at 5M rows, -j 2: 44.6 MiB
+# private per worker; 45.2-45.3 MiB with the product's text column kept
+# (5,005 distinct strings); 400.2-400.4 MiB and 10x the workers' CPU with a
 # column of 5M unique strings (docs/r.md, "The example").  A worker copies
 # only its store's rows (sales[rows]); the two gc() calls below are
 # measured where they are.
@@ -272,9 +272,12 @@ setup <- function(args) {
     message(sprintf("sales_report.R: setup %.3f s, %d rows, %d stores",
                     proc.time()[["elapsed"]] - t0, nrow(d$dt), length(state$store_ids)))
   rm(d, stores)
-  # The text columns and the load's temporaries freed before the fork: at
-  # 5M rows, -j 2, the two workers' Pss 227-230 MiB against 300-313 MiB
-  # without this gc() (each worker's own GC would free them later, its copy).
+  # The text columns and the load's temporaries freed before the fork.
+  # cowrun r collects in the parent before it forks too (then this makes
+  # no measurable difference); other runners do not (mclapply, future's
+  # multicore).  Where no one else collects (cowrun r before its own GC):
+  # at 5M rows, -j 2, the two workers' Pss 227-230 MiB with this gc()
+  # against 300-313 MiB without.
   invisible(gc())
   state
 }
@@ -396,9 +399,9 @@ run <- function(state, i, name) {
   # A young-generation collection: the task's garbage goes now, so the
   # worker reuses that memory for the next task instead of growing to the
   # GC trigger it inherited from the setup's peak.  At 5M rows, -j 2, 120
-  # tasks (cowrun --stats, 3 runs each): 44.7 MiB private per worker at
-  # exit against 222.7-222.9 MiB without it, Pss of both workers 229 MiB
-  # against 514-531 MiB, workers' CPU 1.58-1.68 s against 1.58-1.62 s.  A
+  # tasks (cowrun --stats, 5 runs each): 44.6 MiB private per worker at
+  # exit against 222.5-222.6 MiB without it, Pss of both workers 202-230
+  # MiB against 514-532 MiB, workers' CPU 1.30-1.66 s against 1.38-1.56 s.  A
   # full gc() instead writes the mark bit of every object the parent made:
   # a copy of each page of them (49 MB against 30 MB after 30 tasks in a
   # forked worker, 3.3x the CPU).
