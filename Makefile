@@ -312,6 +312,7 @@ demo: deps all
 	bin/cowrun --verbose sales
 	@echo "reports: $$(ls out | wc -l) files in out/ (e.g. out/$$(ls out | head -1))"
 	@$(MAKE) --no-print-directory demo-python
+	@$(MAKE) --no-print-directory demo-r
 	compare/compare $(DEMO_SALES)
 	compare/compare $(DEMO_PRINTER)
 	plots/plot results/demo-sales.csv results/demo-sales-timeline.csv results/demo-printer.csv
@@ -338,6 +339,24 @@ demo-python: all
 	diff -r -x '.cowrun-manifest.*' out-python out-python-c
 	@echo "python: the pandas report (workloads/python/examples/sales_report.py) printed" \
 		"results/demo-python-summary.txt and wrote $$(ls out-python | wc -l) reports in out-python/:" \
+		"the same bytes as cowrun sales --input on that CSV"
+
+# The same nightly report written in R with data.table (cowrun r), on a
+# CSV of the sales format, beside the C workload on that file: the same
+# summary and reports, byte for byte.
+DEMO_R_CSV = results/demo-r-sales.csv
+.PHONY: demo-r
+demo-r: all
+	@[ -e build/workloads/r.so ] || { echo "demo: no r.so (r-base-core, r-cran-data.table): make deps, then make"; exit 1; }
+	@mkdir -p results
+	tests/helpers/make-sales-csv 200000 24 > $(DEMO_R_CSV).tmp && mv $(DEMO_R_CSV).tmp $(DEMO_R_CSV)
+	bin/cowrun -v -j 2 -o out-r r workloads/r/examples/sales_report.R \
+		--input $(DEMO_R_CSV) > results/demo-r-summary.txt
+	bin/cowrun -j 2 -o out-r-c sales --input $(DEMO_R_CSV) > results/demo-r-c-summary.txt
+	cmp results/demo-r-summary.txt results/demo-r-c-summary.txt
+	diff -r -x '.cowrun-manifest.*' out-r out-r-c
+	@echo "r: the data.table report (workloads/r/examples/sales_report.R) printed" \
+		"results/demo-r-summary.txt and wrote $$(ls out-r | wc -l) reports in out-r/:" \
 		"the same bytes as cowrun sales --input on that CSV"
 
 # Every mode on every built-in workload, 3 repetitions at -j 1,2,4: about
