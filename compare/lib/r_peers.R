@@ -7,8 +7,10 @@
 # stand-ins for the functions `cowrun r` gives a script:
 #
 #   cowrun_report()   the running task's report: a connection on a temporary
-#                     file in the output directory (text, UTF-8; binary with
-#                     binary = TRUE), closed and renamed to the task's name
+#                     file in the output directory (text, its bytes written
+#                     as given, no re-encoding; binary with binary = TRUE),
+#                     the same one for every call in a task, closed and
+#                     renamed to the task's name
 #                     when run() returns; a task that fails leaves no report
 #                     (no fsync: base R has none, cowrun fsyncs)
 #   cowrun_task()     list(index, name) of the running task (index from 0)
@@ -35,7 +37,7 @@ cowrun_report <- function(binary = FALSE) {
         return(.rp$report$con)
     final <- file.path(.rp$outdir, t$name)
     tmp <- file.path(.rp$outdir, sprintf(".%s.%d.tmp", t$name, Sys.getpid()))
-    con <- if (binary) file(tmp, open = "wb") else file(tmp, open = "w", encoding = "UTF-8")
+    con <- file(tmp, open = if (binary) "wb" else "w")
     .rp$report <- list(con = con, tmp = tmp, final = final)
     con
 }
