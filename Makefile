@@ -112,7 +112,15 @@ BUILTIN_WORKLOADS = sales average selftest printer legacy
 #     when a recipe runs (=, not :=), so a make that first installs
 #     python3-dev (make test runs make deps) finds it.  The interpreter
 #     takes its prefix from Debian's python3.X, whatever cowrun's own.
-BUNDLED_WORKLOADS = risk python
+#   r.so: Debian's libR (embedded: cowrun r SCRIPT.R), and data.table for
+#     the scripts.  Its variables are spelled with a lowercase r (r_LIBS,
+#     r_CFLAGS): R_LIBS is R's own library path, and make exports a
+#     variable of the environment's name to every recipe.  R_HOME and
+#     R_INCLUDE_DIR are pkg-config's; R_SHARE_DIR and R_DOC_DIR, which
+#     Debian keeps outside R_HOME, are asked of Rscript (as Debian's
+#     /usr/lib/R/bin/R sets them); each is the default of the environment
+#     variable of its name, which overrides it at run time.
+BUNDLED_WORKLOADS = risk python r
 risk_LIBS = -llapacke -lopenblas
 risk_HEADER = lapacke.h
 risk_PACKAGES = liblapacke-dev libopenblas-dev
@@ -121,6 +129,14 @@ python_CFLAGS = $(shell pkg-config --cflags python3-embed 2>/dev/null) \
 	-DCOWRUN_PYTHON_EXECUTABLE='"$(shell pkg-config --variable=exec_prefix python3-embed 2>/dev/null)/bin/python$(shell pkg-config --modversion python3-embed 2>/dev/null)"'
 python_HEADER = Python.h
 python_PACKAGES = python3-dev python3-numpy python3-pandas
+r_LIBS = $(shell pkg-config --libs libR 2>/dev/null)
+r_CFLAGS = $(shell pkg-config --cflags libR 2>/dev/null) \
+	-DCOWRUN_R_HOME='"$(shell pkg-config --variable=rhome libR 2>/dev/null)"' \
+	-DCOWRUN_R_INCLUDE_DIR='"$(shell pkg-config --variable=rincludedir libR 2>/dev/null)"' \
+	-DCOWRUN_R_SHARE_DIR='"$(shell Rscript -e 'cat(R.home("share"))' 2>/dev/null)"' \
+	-DCOWRUN_R_DOC_DIR='"$(shell Rscript -e 'cat(R.home("doc"))' 2>/dev/null)"'
+r_HEADER = Rembedded.h
+r_PACKAGES = r-base-core r-cran-data.table
 
 # The unit tests link the runner's modules without main and the registry
 # (which pulls in every built-in workload).

@@ -1,0 +1,633 @@
+/*
+ * rinterp.c - embedded R: started once per process, kept consistent across
+ * the runner's forks, every evaluation made safe and its error said in one
+ * line, and R's end in the one process that ran finish().
+ *
+ * R's sources cited (wch/r-source, branch R-4-2-branch, Debian 12's R
+ * 4.2.2): src/unix/Rembedded.c (Rf_initEmbeddedR, Rf_endEmbeddedR),
+ * src/unix/system.c (Rf_initialize_R: the console's files, R_Interactive),
+ * src/unix/sys-std.c (Rstd_CleanUp, what q() reaches), src/main/main.c
+ * (do_quit: "If it gives an error, will drop back to main loop"),
+ * src/library/parallel/src/fork.c (mcfork: R_isForkedChild = 1 in the
+ * child).
+ */
+#define _GNU_SOURCE
+#define R_INTERFACE_PTRS
+#include "rworkload.h"
+
+#include <Rembedded.h>
+#include <Rinterface.h>
+#include <R_ext/Parse.h>
+#include <R_ext/RStartup.h>
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <locale.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#if !defined(COWRUN_R_HOME) || !defined(COWRUN_R_SHARE_DIR)
+#error "COWRUN_R_HOME, COWRUN_R_INCLUDE_DIR, COWRUN_R_SHARE_DIR, COWRUN_R_DOC_DIR come from the Makefile (r_CFLAGS)"
+#endif
+
+/* Exported by libR.so but declared only in R's internal Defn.h; parallel's
+ * fork.c (mcfork) sets it in every child it forks: graphics devices and
+ * Tcl/Tk's event loop then leave the parent's windows alone. */
+extern Rboolean R_isForkedChild;
+
+static int started, ended;
+static pid_t owner;            /* the process that started R */
+static pthread_t r_thread;     /* the thread R runs on */
+static const char *script_path; /* as given */
+static SEXP helpers;            /* the environment of helper_source */
+static FILE *console_out;       /* finish()'s stream while it runs */
+
+/*
+ * What is easier said in R.  outcome(): evaluate a call, catching its
+ * error as a condition (so that R prints nothing of its own), with the
+ * calls alive when it was signalled (the traceback; the script's line
+ * from their source references), and the warnings it gave, muffled
+ * (said once by cowrun, naming the task).  load(): the script's top
+ * level, one expression after another, so that an error there names the
+ * line of the expression that failed.  The wrapper of source() that
+ * declares each file sourced as the script loads an input.
+ */
+static const char helper_source[] =
+	"script <- ''\n"
+	"at <- NULL\n"
+	"srcline <- function(ref) {\n"
+	"  if (is.null(ref)) return(script)\n"
+	"  f <- attr(ref, 'srcfile')\n"
+	"  name <- if (is.environment(f) && !is.null(f$filename)) f$filename else script\n"
+	"  paste0(name, ':', ref[1L])\n"
+	"}\n"
+	"where <- function(calls) {\n"
+	"  any <- NULL\n"
+	"  for (k in rev(seq_along(calls))) {\n"
+	"    ref <- attr(calls[[k]], 'srcref')\n"
+	"    if (is.null(ref)) next\n"
+	"    f <- attr(ref, 'srcfile')\n"
+	"    if (is.environment(f) && identical(f$filename, script)) return(srcline(ref))\n"
+	"    if (is.null(any)) any <- ref\n"
+	"  }\n"
+	"  srcline(if (!is.null(any)) any else at)\n"
+	"}\n"
+	"trim <- function(calls, expr) {\n"
+	"  k <- Position(function(c) identical(c, expr), calls)\n"
+	"  if (is.na(k)) k <- 1L\n"
+	"  calls <- calls[seq.int(k, length.out = max(0L, length(calls) - k))]\n"
+	"  n <- length(calls)\n"
+	"  if (n > 0L && identical(calls[[n]][[1L]], quote(.handleSimpleError))) calls <- calls[-n]\n"
+	"  calls\n"
+	"}\n"
+	"traceback_lines <- function(calls) {\n"
+	"  vapply(seq_along(calls), function(k) {\n"
+	"    c <- calls[[k]]\n"
+	"    ref <- attr(c, 'srcref')\n"
+	"    paste0(k, ': ', deparse(c, nlines = 1L)[1L], if (!is.null(ref)) paste0(' at ', srcline(ref)) else '')\n"
+	"  }, '')\n"
+	"}\n"
+	"one_line <- function(x) {\n"
+	"  x <- strsplit(x, '\\n', fixed = TRUE)[[1L]]\n"
+	"  x <- trimws(x[nzchar(trimws(x))])\n"
+	"  if (length(x)) x[1L] else ''\n"
+	"}\n"
+	"outcome <- function(expr, env) {\n"
+	"  trace <- NULL\n"
+	"  warns <- character()\n"
+	"  tryCatch(withCallingHandlers(\n"
+	"      list(ok = TRUE, value = eval(expr, env), warnings = warns),\n"
+	"      warning = function(w) {\n"
+	"        call <- conditionCall(w)\n"
+	"        warns <<- c(warns, paste0(one_line(conditionMessage(w)),\n"
+	"          if (!is.null(call)) paste0(' (in ', deparse(call, nlines = 1L)[1L], ')') else '',\n"
+	"          ' at ', where(sys.calls())))\n"
+	"        invokeRestart('muffleWarning')\n"
+	"      },\n"
+	"      error = function(e) trace <<- sys.calls()),\n"
+	"    error = function(e) {\n"
+	"      calls <- trim(trace, expr)\n"
+	"      call <- conditionCall(e)\n"
+	"      list(ok = FALSE, message = one_line(conditionMessage(e)),\n"
+	"           call = if (is.null(call)) '' else deparse(call, nlines = 1L)[1L],\n"
+	"           where = where(calls), trace = traceback_lines(calls), warnings = warns,\n"
+	"           class = class(e)[1L])\n"
+	"    })\n"
+	"}\n"
+	"load <- function(path, env) {\n"
+	"  keep <- options(keep.source = TRUE)\n"
+	"  on.exit(options(keep), add = TRUE)\n"
+	"  exprs <- parse(path, keep.source = TRUE)\n"
+	"  refs <- attr(exprs, 'srcref')\n"
+	"  for (k in seq_along(exprs)) {\n"
+	"    at <<- refs[[k]]\n"
+	"    eval(exprs[[k]], env)\n"
+	"  }\n"
+	"  at <<- NULL\n"
+	"  invisible(NULL)\n"
+	"}\n"
+	/* A file source() reads as the script loads is an input of the run:
+	 * masked in the attached cowrun environment (the search path has it
+	 * before base), removed once the script has loaded. */
+	"wrap_source <- function(where) {\n"
+	"  assign('source', function(file, ...) {\n"
+	"    if (is.character(file) && length(file) == 1L && file.exists(file))\n"
+	"      .Call('cowrun_r_input', file)\n"
+	"    base::source(file, ...)\n"
+	"  }, envir = where)\n"
+	"}\n"
+	"unwrap_source <- function(where) if (exists('source', envir = where, inherits = FALSE)) rm('source', envir = where)\n"
+	"compiled <- function(f) tryCatch(compiler::cmpfun(f), error = function(e) f)\n"
+	"describe <- function() c(R.version.string, R.home(), paste(.libPaths(), collapse = ', '))\n";
+
+/* ---- the console ---- */
+
+/* Everything R prints (print(), cat() without a file, message(), its
+ * warnings) goes to stderr: stdout carries the summary only.  While
+ * finish() runs, its ordinary output (otype 0) is the summary's. */
+static void console_write(const char *buf, int len, int otype)
+{
+	FILE *to = otype == 0 && console_out != NULL ? console_out : stderr;
+
+	if (len > 0)
+		fwrite(buf, 1, (size_t)len, to);
+}
+
+static void console_flush(void)
+{
+	fflush(stderr);
+}
+
+void r_console_to(FILE *out)
+{
+	console_out = out;
+}
+
+/* ---- q() ---- */
+
+/*
+ * q() reaches R_CleanUp, whose default (Rstd_CleanUp) runs .Last,
+ * deletes the session's temporary directory and exits: the directory is
+ * the parent's and every worker's (they are forks of one session), and
+ * an exit skips cowrun's own cleanup.  A script ends through its
+ * functions' returns, so q() is an error there, in any process: in run()
+ * the task fails, in setup() the run.  do_quit() allows it ("If it gives
+ * an error, will drop back to main loop").  A fatal error of R's own
+ * (R_Suicide, SA_SUICIDE) ends the process: a worker's task fails by its
+ * exit status; only the process that owns R removes the directory.
+ */
+static void cleanup_hook(SA_TYPE saveact, int status, int run_last)
+{
+	(void)run_last;
+	if (saveact == SA_SUICIDE) {
+		fflush(stderr);
+		if (getpid() == owner && !R_isForkedChild)
+			R_CleanTempDir();
+		_exit(status ? status : 2);
+	}
+	Rf_error("q(status = %d) was called: a cowrun r script ends by returning from its "
+		 "functions (stop() fails a task, an error in setup() the run); R's session "
+		 "and its tempdir() stay", status);
+}
+
+/* ---- fork ---- */
+
+/* Did this thread prepare the fork under way? */
+static __thread int forking;
+
+/* libgomp after fork: a child inherits the parent's thread team in name
+ * only, and its first parallel region waits for threads that are not
+ * there.  One thread per worker avoids the team.  Through dlsym: libR
+ * links libgomp (Debian's does), so it is in the process whenever R is;
+ * without it (an R built without OpenMP) there is nothing to set. */
+static void omp_one_thread(void)
+{
+	void (*set)(int) = (void (*)(int))dlsym(RTLD_DEFAULT, "omp_set_num_threads");
+
+	if (set != NULL)
+		set(1);
+}
+
+static void name_threads_at_fork(void);
+
+/* Every fork the runner makes (pool, standby, watchdog, serve's leaders)
+ * goes through glibc's fork(), and so through these; only on R's thread,
+ * and only while R lives (pthread_atfork() cannot be undone). */
+static void before_fork(void)
+{
+	if (!started || ended || !pthread_equal(pthread_self(), r_thread))
+		return;
+	R_FlushConsole();
+	fflush(stdout);
+	fflush(stderr);
+	if (cowrun_verbosity() > 0)
+		name_threads_at_fork();
+	forking = 1;
+}
+
+static void after_fork_parent(void)
+{
+	forking = 0;
+}
+
+/* As parallel's mcfork() does its children (fork.c). */
+static void after_fork_child(void)
+{
+	if (!forking)
+		return;
+	forking = 0;
+	R_isForkedChild = TRUE;
+	omp_one_thread();
+}
+
+void r_worker_stdin(void)
+{
+	static int done;
+	int fd;
+
+	if (done || getpid() == owner)
+		return;
+	done = 1;
+	if ((fd = open("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0) {
+		dup2(fd, STDIN_FILENO);
+		close(fd);
+	}
+}
+
+/* -v: the threads besides this one, once, at the first fork that finds
+ * any (OpenMP's team from the setup, a BLAS pool): by comm and id. */
+static void name_threads_at_fork(void)
+{
+	static int said;
+	char list[512] = "", path[300], comm[64];
+	size_t used = 0, n = 0;
+	DIR *d;
+
+	if (said || (d = opendir("/proc/self/task")) == NULL)
+		return;
+	for (struct dirent *e; (e = readdir(d)) != NULL;) {
+		if (e->d_name[0] == '.' || atoi(e->d_name) == gettid())
+			continue;
+		snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
+		FILE *f = fopen(path, "re");
+		if (f == NULL)
+			continue;
+		if (fgets(comm, sizeof comm, f) == NULL)
+			snprintf(comm, sizeof comm, "?");
+		fclose(f);
+		comm[strcspn(comm, "\n")] = '\0';
+		n++;
+		if (used < sizeof list)
+			used += (size_t)snprintf(list + used, sizeof list - used, "%s%s (%s)",
+						 n > 1 ? ", " : "", comm, e->d_name);
+	}
+	closedir(d);
+	said = 1;
+	if (n > 0)
+		cowrun_error("%zu thread%s besides R's alive at fork: %s (a forked worker has none "
+			     "of them; OpenMP is set to one thread there)", n, n == 1 ? "" : "s", list);
+	else
+		cowrun_error("no thread besides R's alive at fork");
+}
+
+/* ---- starting ---- */
+
+/* R's environment as Debian's /usr/lib/R/bin/R exports it (R_HOME,
+ * R_SHARE_DIR, R_INCLUDE_DIR, R_DOC_DIR: the last three are not under
+ * R_HOME on Debian, and R.home("share") is wrong without them), each
+ * kept when the environment already sets it. */
+static void r_environment(void)
+{
+	setenv("R_HOME", COWRUN_R_HOME, 0);
+	setenv("R_SHARE_DIR", COWRUN_R_SHARE_DIR, 0);
+	setenv("R_INCLUDE_DIR", COWRUN_R_INCLUDE_DIR, 0);
+	setenv("R_DOC_DIR", COWRUN_R_DOC_DIR, 0);
+}
+
+/* R in the C locale writes a UTF-8 string as "<U+00E9>": a report is
+ * UTF-8 text, so a C or POSIX character type becomes C.UTF-8 (as Python
+ * coerces it, PEP 538); LC_ALL, if set, is the user's word. */
+static void utf8_ctype(void)
+{
+	const char *all = getenv("LC_ALL"), *ctype = getenv("LC_CTYPE"), *lang = getenv("LANG");
+	const char *eff = ctype && *ctype ? ctype : lang && *lang ? lang : "C";
+
+	if (all && *all)
+		return;
+	if (strcmp(eff, "C") == 0 || strcmp(eff, "POSIX") == 0)
+		setenv("LC_CTYPE", "C.UTF-8", 1);
+}
+
+/* Rf_initEmbeddedR() split at its seam (Rembedded.c): between
+ * Rf_initialize_R() and setup_Rmainloop() the console is set to stderr
+ * and R_Interactive to FALSE, so that the profiles, which
+ * setup_Rmainloop() reads (Rprofile.site, then the project's or the
+ * user's .Rprofile, as Rscript reads them), run as under Rscript and
+ * print nowhere but stderr. */
+static int init_r(void)
+{
+	char *argv[] = { "cowrun-r", "--gui=none", "--no-save", "--no-restore", "--silent",
+			 "--no-echo", NULL };
+
+	r_environment();
+	utf8_ctype();
+	/* SIGINT, SIGTERM and SIGPIPE keep the runner's meaning: R installs
+	 * no handler of its own (R_SignalHandlers, read in setup_Rmainloop). */
+	R_SignalHandlers = 0;
+	if (Rf_initialize_R((int)(sizeof argv / sizeof argv[0]) - 1, argv) != 0) {
+		cowrun_error("cannot start R (R_HOME %s)", getenv("R_HOME"));
+		return -1;
+	}
+	R_Interactive = FALSE;
+	R_Outputfile = NULL;
+	R_Consolefile = NULL;
+	ptr_R_WriteConsole = NULL;
+	ptr_R_WriteConsoleEx = console_write;
+	ptr_R_FlushConsole = console_flush;
+	ptr_R_CleanUp = cleanup_hook;
+	setup_Rmainloop();
+	/* R sets the locale from the environment (LC_NUMERIC stays "C"):
+	 * cowrun's own numbers, and the order sort() gives task names, must
+	 * not depend on it: collation is C's, as R CMD check's and
+	 * data.table's. */
+	setlocale(LC_NUMERIC, "C");
+	return 0;
+}
+
+/* helper_source into its own environment, kept for the process's life. */
+static int prepare_helpers(void)
+{
+	ParseStatus status;
+	SEXP text = PROTECT(Rf_mkString(helper_source));
+	SEXP exprs = PROTECT(R_ParseVector(text, -1, &status, R_NilValue));
+	int err = status != PARSE_OK;
+
+	helpers = R_NewEnv(R_BaseEnv, TRUE, 29);
+	R_PreserveObject(helpers);
+	for (R_xlen_t i = 0; !err && i < XLENGTH(exprs); i++)
+		R_tryEvalSilent(VECTOR_ELT(exprs, i), helpers, &err);
+	UNPROTECT(2);
+	if (err) {
+		cowrun_error("cannot prepare R's helpers: %s", R_curErrorBuf());
+		return -1;
+	}
+	Rf_defineVar(Rf_install("script"), Rf_mkString(script_path), helpers);
+	return 0;
+}
+
+/* An R expression of our own, evaluated silently in the global
+ * environment: 0, or -1 after one line. */
+static int r_do(const char *code)
+{
+	ParseStatus status;
+	SEXP text = PROTECT(Rf_mkString(code));
+	SEXP exprs = PROTECT(R_ParseVector(text, -1, &status, R_NilValue));
+	int err = status != PARSE_OK;
+
+	for (R_xlen_t i = 0; !err && i < XLENGTH(exprs); i++)
+		R_tryEvalSilent(VECTOR_ELT(exprs, i), R_GlobalEnv, &err);
+	UNPROTECT(2);
+	if (err)
+		cowrun_error("R: %s failed: %s", code, R_curErrorBuf());
+	return err ? -1 : 0;
+}
+
+/* -v: which R, where it lives, where its packages come from. */
+static void describe_r(void)
+{
+	SEXP call = PROTECT(Rf_lang1(Rf_install("describe")));
+	int err = 0;
+	SEXP d = PROTECT(R_tryEvalSilent(call, helpers, &err));
+
+	if (!err && TYPEOF(d) == STRSXP && XLENGTH(d) == 3)
+		cowrun_error("%s, R_HOME %s; packages from: %s", CHAR(STRING_ELT(d, 0)),
+			     CHAR(STRING_ELT(d, 1)), CHAR(STRING_ELT(d, 2)));
+	UNPROTECT(2);
+}
+
+int r_start(const char *script)
+{
+	if (started)
+		return 0;
+	script_path = script;
+	if (access(script, R_OK) != 0) {
+		cowrun_error("cannot read the script '%s': %s", script, strerror(errno));
+		return -1;
+	}
+	if (init_r() != 0)
+		return -1;
+	owner = getpid();
+	r_thread = pthread_self();
+	started = 1;
+	int err = pthread_atfork(before_fork, after_fork_parent, after_fork_child);
+	if (err != 0) {
+		cowrun_error("pthread_atfork: %s", strerror(err));
+		return -1;
+	}
+	if (prepare_helpers() != 0 || r_module_attach() != 0 ||
+	    r_do("invisible(Sys.setlocale('LC_COLLATE', 'C'))") != 0)
+		return -1;
+	if (cowrun_verbosity() > 0)
+		describe_r();
+	return 0;
+}
+
+const char *r_script(void)
+{
+	return script_path;
+}
+
+/* ---- evaluating ---- */
+
+/* helpers$fn(args...) evaluated: the outcome's list or value, or
+ * R_NilValue with *err set (only if the helper itself failed). */
+static SEXP call_helper(SEXP call, int *err)
+{
+	*err = 0;
+	return R_tryEvalSilent(call, helpers, err);
+}
+
+SEXP r_eval(SEXP call, SEXP env, int *nprot)
+{
+	SEXP quoted = PROTECT(Rf_lang2(Rf_install("quote"), call));
+	SEXP c = PROTECT(Rf_lang3(Rf_install("outcome"), quoted, env));
+	int err;
+	SEXP out = call_helper(c, &err);
+
+	UNPROTECT(2);
+	if (err) { /* an interrupt, or R out of memory inside the helper */
+		out = Rf_allocVector(VECSXP, 0);
+	}
+	PROTECT(out);
+	(*nprot)++;
+	return out;
+}
+
+/* An element of a named list, or R_NilValue. */
+static SEXP get(SEXP list, const char *name)
+{
+	SEXP names = Rf_getAttrib(list, R_NamesSymbol);
+
+	for (R_xlen_t i = 0; TYPEOF(list) == VECSXP && i < XLENGTH(list); i++)
+		if (strcmp(CHAR(STRING_ELT(names, i)), name) == 0)
+			return VECTOR_ELT(list, i);
+	return R_NilValue;
+}
+
+/* A string element, or "". */
+static const char *text(SEXP list, const char *name)
+{
+	SEXP s = get(list, name);
+
+	return TYPEOF(s) == STRSXP && XLENGTH(s) > 0 ? Rf_translateCharUTF8(STRING_ELT(s, 0)) : "";
+}
+
+int r_ok(SEXP outcome)
+{
+	SEXP ok = get(outcome, "ok");
+
+	return TYPEOF(ok) == LGLSXP && XLENGTH(ok) == 1 && LOGICAL(ok)[0] == TRUE;
+}
+
+SEXP r_value(SEXP outcome)
+{
+	return get(outcome, "value");
+}
+
+/* "MESSAGE (in CALL)", or MESSAGE when the call is the function's own
+ * (fn(...) as cowrun called it), into buf. */
+static void message_line(SEXP outcome, const char *fn, char *buf, size_t size)
+{
+	const char *msg = text(outcome, "message"), *call = text(outcome, "call");
+	size_t n = strlen(fn);
+
+	if (get(outcome, "message") == R_NilValue)
+		msg = "R failed (an interrupt, or R's memory exhausted)";
+	if (call[0] == '\0' || (strncmp(call, fn, n) == 0 && call[n] == '('))
+		snprintf(buf, size, "%s", msg);
+	else
+		snprintf(buf, size, "%s (in %s)", msg, call);
+}
+
+void r_say_failed(SEXP outcome, const char *fn)
+{
+	char line[1024];
+	const char *where = text(outcome, "where");
+
+	message_line(outcome, fn, line, sizeof line);
+	cowrun_error("%s: in %s(): %s", where[0] ? where : script_path, fn, line);
+}
+
+void r_say_warnings(SEXP outcome, const char *label)
+{
+	SEXP w = get(outcome, "warnings");
+
+	for (R_xlen_t i = 0; TYPEOF(w) == STRSXP && i < XLENGTH(w); i++)
+		cowrun_error("%s: warning: %s", label, Rf_translateCharUTF8(STRING_ELT(w, i)));
+}
+
+/*
+ * run()'s error: "MESSAGE (in CALL) (SCRIPT:LINE)" as the task's one
+ * line, and the traceback once on stderr, innermost call last, as R's
+ * traceback() lists it with its "at FILE:LINE".  Kept apart so that
+ * the form can change without touching the rest.
+ */
+int r_run_failed(struct cowrun_task *task, SEXP outcome)
+{
+	char line[1024];
+	const char *where = text(outcome, "where");
+	SEXP trace = get(outcome, "trace");
+
+	message_line(outcome, "run", line, sizeof line);
+	for (R_xlen_t i = 0; TYPEOF(trace) == STRSXP && i < XLENGTH(trace); i++)
+		fprintf(stderr, "%s%s\n", i == 0 ? "traceback:\n  " : "  ",
+			Rf_translateCharUTF8(STRING_ELT(trace, i)));
+	cowrun_task_error(task, "%s (%s)", line, where[0] ? where : script_path);
+	return -1;
+}
+
+/* ---- the script ---- */
+
+int r_load_script(void)
+{
+	SEXP wrap = PROTECT(Rf_lang2(Rf_install("wrap_source"), r_module_env()));
+	SEXP unwrap = PROTECT(Rf_lang2(Rf_install("unwrap_source"), r_module_env()));
+	SEXP load = PROTECT(Rf_lang3(Rf_install("load"), Rf_mkString(script_path), R_GlobalEnv));
+	int err, nprot = 3;
+
+	call_helper(wrap, &err);
+	r_set_phase(R_PHASE_LOAD);
+	SEXP out = r_eval(load, helpers, &nprot);
+	r_set_phase(R_PHASE_OTHER);
+	call_helper(unwrap, &err);
+	int ok = r_ok(out);
+	if (!ok) {
+		char line[1024];
+		const char *where = text(out, "where");
+		message_line(out, "load", line, sizeof line);
+		/* A parse error's message starts with "FILE:LINE:COL:". */
+		const char *msg = text(out, "message");
+		if (strncmp(msg, script_path, strlen(script_path)) == 0 &&
+		    msg[strlen(script_path)] == ':')
+			cowrun_error("%s (parsing the script)", msg);
+		else
+			cowrun_error("%s: %s (loading the script)", where[0] ? where : script_path, line);
+	} else {
+		r_say_warnings(out, script_path);
+	}
+	UNPROTECT(nprot);
+	return ok ? 0 : -1;
+}
+
+SEXP r_function(const char *name, int *bad)
+{
+	SEXP f = Rf_findVarInFrame(R_GlobalEnv, Rf_install(name));
+
+	if (f == R_UnboundValue)
+		return R_NilValue;
+	if (TYPEOF(f) == PROMSXP) {
+		int err = 0;
+		f = R_tryEvalSilent(f, R_GlobalEnv, &err);
+		if (err)
+			f = R_NilValue;
+	}
+	if (!Rf_isFunction(f)) {
+		cowrun_error("%s: '%s' is a %s, not a function", script_path, name,
+			     Rf_type2char(TYPEOF(f)));
+		*bad = 1;
+		return R_NilValue;
+	}
+	return f;
+}
+
+SEXP r_compiled(SEXP fn)
+{
+	SEXP call = PROTECT(Rf_lang2(Rf_install("compiled"), fn));
+	int err;
+	SEXP c = call_helper(call, &err);
+
+	UNPROTECT(1);
+	return err ? fn : c;
+}
+
+/* ---- the end ---- */
+
+/* As Rf_endEmbeddedR(0) ends R (Rembedded.c): finalizers marked to run at
+ * exit, graphics devices closed, the session's temporary directory
+ * removed, pending warnings printed.  The process that ran finish() is
+ * the one left with R: a fork-mode parent, or serial mode's watched
+ * child (its parent only watches: run.c never tears down there). */
+void r_end(void)
+{
+	if (!started || ended || !pthread_equal(pthread_self(), r_thread))
+		return;
+	ended = 1;
+	R_FlushConsole();
+	Rf_endEmbeddedR(0);
+	fflush(stderr);
+}
