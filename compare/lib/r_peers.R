@@ -13,7 +13,9 @@
 #                     renamed to the task's name
 #                     when run() returns; a task that fails leaves no report
 #                     (no fsync: base R has none, cowrun fsyncs)
-#   cowrun_task()     list(index, name) of the running task (index from 0)
+#   cowrun_task()     list(index, name) of the running task (index from 0);
+#                     NULL outside a task
+#   cowrun_verbosity()  0
 #   cowrun_seed()     the running task's seed: (run seed * 1000003 + index)
 #                     modulo 2^31 - 1; the generator is set to it, kind
 #                     L'Ecuyer-CMRG, before each run(): a fixed rule, the same
@@ -42,11 +44,9 @@ cowrun_report <- function(binary = FALSE) {
     con
 }
 
-cowrun_task <- function() {
-    if (is.null(.rp$task))
-        stop("cowrun_task() outside a task")
-    .rp$task
-}
+cowrun_task <- function() .rp$task  # NULL outside a task, as cowrun's
+
+cowrun_verbosity <- function() 0L
 
 cowrun_seed <- function() {
     if (is.null(.rp$task))
