@@ -10,9 +10,9 @@
 #                     file in the output directory (text, its bytes written
 #                     as given, no re-encoding; binary with binary = TRUE),
 #                     the same one for every call in a task, closed and
-#                     renamed to the task's name
-#                     when run() returns; a task that fails leaves no report
-#                     (no fsync: base R has none, cowrun fsyncs)
+#                     renamed to the task's name when run() returns; a task
+#                     that fails leaves no report (no fsync: base R has
+#                     none, cowrun fsyncs)
 #   cowrun_task()     list(index, name) of the running task (index from 0);
 #                     NULL outside a task
 #   cowrun_verbosity()  0
@@ -20,6 +20,8 @@
 #                     modulo 2^31 - 1; the generator is set to it, kind
 #                     L'Ecuyer-CMRG, before each run(): a fixed rule, the same
 #                     for every tool, so a draw is the same under each
+#                     (cowrun r's own rule may differ: the example draws
+#                     nothing)
 #   cowrun_input()    cowrun records a declared input; nothing to do here
 #
 # Nothing here catches an error of the script's: each tool shows it its own
