@@ -13,9 +13,10 @@ load helpers
 	# 12 stores: the rows are what the bench prints, not what it measures.
 	# The faults kill at a sixth of the tasks: with 12 short ones a kill
 	# may come after the end, so they are left out here.
-	TMPDIR=$BATS_TEST_TMPDIR/tmp run --separate-stderr "$ROOT/compare/bench-r" --quick \
+	TMPDIR=$BATS_TEST_TMPDIR/tmp run --separate-stderr "$REAPER" "$ROOT/compare/bench-r" --quick \
 		--skip-faults --seed 1 --csv "$BATS_TEST_TMPDIR/sales.csv" --out-dir "$BATS_TEST_TMPDIR/res"
 	[ "$status" -eq 0 ] || { echo "exit $status: $stderr" >&2; return 1; }
+	assert_no_leftovers
 	local label rows=0
 	for label in "cowrun r, fork" "cowrun r, --mode serial" "cowrun serve r + submit" \
 		"lapply (serial)" "parallel::mclapply" "parallel::parLapply, PSOCK" \
