@@ -75,9 +75,10 @@ DEB_TEST = libcmocka-dev bats openssh-server openssh-client strace \
 #   the DejaVu font they name); benchmarks (hyperfine; GNU time for peak
 #   RSS; python3, its standard library only, for compare/advice's fit;
 #   joblib, for compare/python-pools: Python's own pools beside cowrun
-#   python); the man page (help2man)
+#   python; future.apply, for compare/r-peers: R's own tools beside cowrun
+#   r, its parallel package being R's own); the man page (help2man)
 DEB_TOOLS = parallel gnuplot-nox fonts-dejavu-core hyperfine time python3 help2man \
-	python3-joblib
+	python3-joblib r-cran-future.apply
 DEB_PACKAGES = $(DEB_BUILD) $(DEB_BUNDLED) $(DEB_TEST) $(DEB_TOOLS)
 # make bench alone: Dask, the peer compare/bench-python measures the Python
 # load against (python3-dask pulls in ~40 packages no test needs).
@@ -381,6 +382,8 @@ bench: deps all
 	compare/compare --jobs 1,2,4,8,16,32 --reps $(BENCH_REPS) --modes fork,omp --workload printer
 	$(BENCH) --modes fork,parallel-task,parallel-shard --workload legacy
 	compare/bench-python
+	@if [ -e build/workloads/r.so ]; then echo compare/bench-r; compare/bench-r; \
+	else echo 'bench: compare/bench-r skipped: no build/workloads/r.so (R is not installed)'; fi
 	compare/bench-tasks-per-worker
 	compare/bench-detector
 	compare/bench-spawn

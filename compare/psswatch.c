@@ -5,11 +5,16 @@
  * of one process cannot say that: it counts shared pages in full, and a
  * process-per-job run has many processes.
  *
- *   psswatch [-i MS] [-o FILE] -- COMMAND [ARGS...]
+ *   psswatch [-s] [-i MS] [-o FILE] -- COMMAND [ARGS...]
  *
  * Samples every MS milliseconds (default 50; the first ones sooner) by
  * walking /proc for the command's descendants and summing their
- * /proc/PID/smaps_rollup Pss.
+ * /proc/PID/smaps_rollup Pss.  With -s, psswatch is a child subreaper
+ * (PR_SET_CHILD_SUBREAPER): a process the command starts in the background
+ * and leaves (R's makePSOCKcluster starts its workers through `sh -c
+ * 'CMD &'`) is reparented to psswatch instead of init, so it stays in the
+ * tree sampled (every descendant of psswatch but psswatch itself), and
+ * psswatch reaps it when it ends.
  * Writes "peak_pss_kb N samples M" to FILE (default stderr) and exits with
  * the command's status (128+signal if it was killed).
  */
@@ -20,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -53,8 +59,9 @@ static unsigned long pss_kb(pid_t pid)
 	return at ? strtoul(at + 5, NULL, 10) : 0;
 }
 
-/* Total PSS of `root` and all its descendants now. */
-static unsigned long tree_pss_kb(pid_t root)
+/* Total PSS of `root` and all its descendants now; `root` itself left
+ * out when `without_root`. */
+static unsigned long tree_pss_kb(pid_t root, int without_root)
 {
 	static pid_t pids[MAX_PROCS], parents[MAX_PROCS];
 	static char in_tree[MAX_PROCS];
@@ -88,19 +95,39 @@ static unsigned long tree_pss_kb(pid_t root)
 	}
 	unsigned long total = 0;
 	for (size_t i = 0; i < n; i++)
-		if (in_tree[i])
+		if (in_tree[i] && !(without_root && pids[i] == root))
 			total += pss_kb(pids[i]);
 	return total;
+}
+
+/* Whether the command has ended (its wait status in *status); a
+ * subreaper also reaps, without blocking, the orphans that have ended. */
+static int child_ended(pid_t child, int subreaper, int *status)
+{
+	int ended = 0, st;
+	pid_t pid;
+
+	while ((pid = waitpid(subreaper ? -1 : child, &st, WNOHANG)) > 0) {
+		if (pid == child) {
+			*status = st;
+			ended = 1;
+		}
+		if (!subreaper)
+			break;
+	}
+	return ended;
 }
 
 int main(int argc, char **argv)
 {
 	long interval_ms = 50;
 	const char *out_path = NULL;
-	int opt;
+	int opt, subreaper = 0;
 
-	while ((opt = getopt(argc, argv, "+i:o:")) != -1) {
-		if (opt == 'i')
+	while ((opt = getopt(argc, argv, "+si:o:")) != -1) {
+		if (opt == 's')
+			subreaper = 1;
+		else if (opt == 'i')
 			interval_ms = atol(optarg);
 		else if (opt == 'o')
 			out_path = optarg;
@@ -110,7 +137,11 @@ int main(int argc, char **argv)
 	if (optind < argc && strcmp(argv[optind], "--") == 0)
 		optind++;
 	if (optind >= argc || interval_ms <= 0) {
-		fprintf(stderr, "usage: psswatch [-i MS] [-o FILE] -- COMMAND [ARGS...]\n");
+		fprintf(stderr, "usage: psswatch [-s] [-i MS] [-o FILE] -- COMMAND [ARGS...]\n");
+		return 2;
+	}
+	if (subreaper && prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0) {
+		perror("psswatch: prctl(PR_SET_CHILD_SUBREAPER)");
 		return 2;
 	}
 	pid_t child = fork();
@@ -129,8 +160,8 @@ int main(int argc, char **argv)
 	 * run (or a first sample taken mid-exec, which reads nothing) still
 	 * gets measured while it runs. */
 	long pause_ms = 1;
-	while (waitpid(child, &status, WNOHANG) == 0) {
-		unsigned long now = tree_pss_kb(child);
+	while (!child_ended(child, subreaper, &status)) {
+		unsigned long now = subreaper ? tree_pss_kb(getpid(), 1) : tree_pss_kb(child, 0);
 		if (now > peak)
 			peak = now;
 		samples++;
