@@ -605,6 +605,17 @@ SEXP r_function(const char *name, int *bad)
 	return f;
 }
 
+/* Measured with --stats (5M rows, a factor, a double and 5M distinct
+ * strings; 4 tasks per worker at -j 2): each worker's Private_Dirty at
+ * its exit 197 MB with this collection, 806-918 MB without (the worker's
+ * own collections wrote into the setup's young objects), the run 38.9 s
+ * against 54.6 s.  A full collection leaves the setup in R's oldest
+ * generation, which a worker's minor collections do not visit. */
+void r_full_gc(void)
+{
+	r_do("invisible(gc(full = TRUE))");
+}
+
 SEXP r_compiled(SEXP fn)
 {
 	SEXP call = PROTECT(Rf_lang2(Rf_install("compiled"), fn));

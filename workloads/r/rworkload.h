@@ -98,6 +98,9 @@ void r_worker_stdin(void);
  * object, unprotected. */
 SEXP r_compiled(SEXP fn);
 
+/* A full garbage collection, in the parent before it forks. */
+void r_full_gc(void);
+
 /* Where R's console output goes while finish() runs: its stream (what
  * print() and cat() without file = write), or NULL: stderr again. */
 void r_console_to(FILE *out);
