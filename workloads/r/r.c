@@ -281,7 +281,7 @@ static int r_run(const void *state, size_t k, struct cowrun_task *task)
 	char label[COWRUN_NAME_MAX + 32];
 	int nprot = 0, rc = 0, closed;
 
-	r_worker_stdin();
+	r_worker_start();
 	r_seed_task(cowrun_task_seed(task));
 	snprintf(label, sizeof label, "task %zu (%s)", k, job->name[k]);
 	SEXP c = PROTECT(Rf_lang4(Rf_install("run"), Rf_install(argn[0]), Rf_install(argn[1]),

@@ -94,9 +94,11 @@ const char *r_script(void);
 /*
  * Before run(), in a forked worker, once: stdin from /dev/null (a read
  * in run() ends at once instead of taking the terminal's input from
- * the parent).  A no-op in the process that started R.
+ * the parent) and R's JIT off (as parallel's mcfork() does: a worker
+ * would compile again what the parent never ran).  A no-op in the
+ * process that started R.
  */
-void r_worker_stdin(void);
+void r_worker_start(void);
 
 /* After setup(): every function of the script (each closure in the
  * global environment) byte-compiled once in the parent, so that no worker
