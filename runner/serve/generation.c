@@ -600,5 +600,7 @@ void generation_main(int chan, unsigned id, const struct serve_config *cfg,
 		}
 	}
 	end_spares();
+	if (G.hooks->teardown)
+		G.hooks->teardown(G.hooks->ctx);
 	_exit(0);
 }

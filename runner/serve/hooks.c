@@ -33,6 +33,17 @@ static int served_setup(void *ctx, size_t *ntasks)
 	return rc;
 }
 
+/* The generation retires: the setup's state goes as a direct run's does
+ * (run.c), once, in the process that set it up. */
+static void served_teardown(void *ctx)
+{
+	struct served *s = ctx;
+
+	if (s->b.state != NULL && s->cfg.workload->teardown)
+		s->cfg.workload->teardown(s->b.state);
+	s->b.state = NULL;
+}
+
 /* A request's options over the server's own, checked as if they were on
  * its command line.  Returns 0 or EXIT_USAGE after a message. */
 static int apply_request(struct run_config *cfg, const struct proto_request *rq)
@@ -152,6 +163,6 @@ int serve_workload(const struct serve_config *scfg, const struct run_config *cfg
 	workmsg_set_verbosity(served.cfg.verbose);
 	task_set_seed(served.cfg.seed);   /* the setups'; a batch's is its request's */
 	const struct serve_hooks hooks = { served_setup, served_want, served_run, served_spare,
-					   &served };
+					   served_teardown, &served };
 	return serve_main(scfg, &hooks);
 }

@@ -76,6 +76,12 @@ struct serve_hooks {
 	 * worker in advance (pool_standby_fork()), closing there the ndrop
 	 * descriptors in drop.  0, or -1 (the batch will fork it). */
 	int (*spare)(void *ctx, const int *drop, size_t ndrop);
+	/* In a generation that retires (its loop ended, its leaders gone):
+	 * the workload's teardown of the setup's state, as a direct run's
+	 * parent does after its batch; an embedded interpreter ends there
+	 * (cowrun r removes its session's temporary directory).  May be
+	 * NULL. */
+	void (*teardown)(void *ctx);
 	void *ctx;
 };
 
