@@ -278,8 +278,8 @@ def setup(argv):
         product=data.column("product"), quantity=data.column("quantity"),
         cents=data.column("unit_price", cents_of_code),
         labels=labels, product_rank=rank, store_ids=data.store_ids, offsets=data.offsets)
-    s.list_price = pd.Series(s.cents).groupby(s.product).max().reindex(
-        range(len(labels)), fill_value=0).to_numpy()
+    s.list_price = pd.Series(s.cents).groupby(s.product, sort=False).max().reindex(
+        range(len(labels)), fill_value=0).to_numpy()  # unsorted groups: a third less time
     s.dates, s.weekday, s.month_of_day, s.months = calendar(first, last)
     s.merged = []
     # Free the parts before the fork, so the workers inherit a compact heap.
