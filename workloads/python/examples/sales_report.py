@@ -15,12 +15,14 @@ these three lines of the summary ("  %-24s %18s" in sales_finish):
       Revenue                      $13,078,024.30
 
 Load: the CSV's parts (cowrun.csv_parts(), fixed by the file) are read by
-pandas on every setup thread (cowrun.parallel(), forked children), and
-their frames joined in part order, categories made one.
+pandas on every setup thread (cowrun.parallel(), forked children), each
+sorted by store there and sent back as numpy arrays (codes and their
+categories); the parent makes the categories one and copies each store's
+rows part by part: no frame, no sort.
 
 Memory: setup keeps four flat numpy arrays (day, product, quantity, cents;
-12 bytes a row: the day and product as 2-byte codes), sorted by store
-once, with each store's start and end offsets.  A worker slices those arrays (views: nothing is copied or written)
+12 bytes a row: the day and product as 2-byte codes), sorted by store,
+with each store's start and end offsets.  A worker slices those arrays (views: nothing is copied or written)
 and builds its small per-store frame in its own memory.  It never calls
 DataFrame.take() or similar on a shared frame: pandas consolidates a frame's
 column blocks in place on such calls, which makes every forked worker copy
