@@ -190,10 +190,11 @@ static void scan_quotes(struct block *bl, const char *buf, size_t n, int before,
 }
 
 /* The '\n' in buf, 8 bytes at a time (a byte at a time took a third of
- * the scan): a byte of v ^ "\n\n..." is zero where buf has '\n'; adding
- * 0x7f to its low 7 bits sets its high bit unless all 8 bits are zero,
- * with no carry into the next byte, so each '\n' leaves one high bit
- * clear; those bits, summed by the multiply, are the count. */
+ * the scan): a byte of v = the bytes ^ '\n' is zero where buf has '\n'.
+ * Its low 7 bits plus 0x7f carry into its high bit unless they are zero
+ * (and never into the next byte); OR-ed with v, the high bit stays clear
+ * for a zero byte only.  The clear high bits, summed by the multiply
+ * into the top byte, are the count. */
 static uint64_t count_newlines(const char *buf, size_t n)
 {
 	const uint64_t low7 = 0x7f7f7f7f7f7f7f7full, ones = 0x0101010101010101ull;
