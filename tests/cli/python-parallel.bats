@@ -242,3 +242,17 @@ PY
 	[ -n "$ours" ]
 	[ "$ours" = "$theirs" ]
 }
+
+@test "python csv_parts: the example joins parts that hold a few stores each (the CSV sorted by store, 40 parts) into the C report's bytes" {
+	"$ROOT/tests/helpers/make-sales-csv" 20000 30 7 >s.csv
+	{ head -1 s.csv; tail -n +2 s.csv | sort -t, -k2,2n -s; } >sorted.csv
+	COWRUN_PYTHON_CSV_BLOCK=4096 SALES_REPORT_PART_BLOCKS=3 run --separate-stderr \
+		cowrun -v -j 2 -o "$D/py" python "$EXAMPLE" --input sorted.csv
+	[ "$status" -eq 0 ] || { echo "$stderr" >&2; return 1; }
+	assert_no_leftovers
+	[[ "$stderr" =~ cowrun\.parallel\(\):\ ([0-9]+)\ items ]]
+	[ "${BASH_REMATCH[1]}" -ge 40 ]
+	cowrun -o "$D/c" sales --input sorted.csv >"$D/c.out"
+	[ "$output" = "$(cat "$D/c.out")" ]
+	diff -r -x '.cowrun-manifest.*' "$D/py" "$D/c"
+}

@@ -42,7 +42,12 @@ static const char parts_source[] =
 	"        except OSError:\n"
 	"            pass\n"
 	"    def pread(self, start, end):\n"
-	"        out = bytearray()\n"
+	"        # One read, no copy, as a regular file gives it; else the rest\n"
+	"        # read on (each copy of a 16 MiB part cost its child 5 ms).\n"
+	"        b = os.pread(self.fd, end - start, start)\n"
+	"        if len(b) == end - start:\n"
+	"            return b\n"
+	"        out = bytearray(b)\n"
 	"        while start + len(out) < end:\n"
 	"            b = os.pread(self.fd, end - start - len(out), start + len(out))\n"
 	"            if not b:\n"
@@ -146,11 +151,13 @@ static int may_close(int next)
 static void scan_quotes(struct block *bl, const char *buf, size_t n, int before, int after)
 {
 	size_t q = 0, seen = 0;
-	const char *p = buf, *end = buf + n;
+	const char *p = buf, *end = buf + n, *last = memrchr(buf, '"', n);
 
 	for (int s = 0; s < 2; s++)
 		bl->nl[s] = bl->bad[s] = -1;
-	/* Line ends: the first outside quotes, for either start state. */
+	/* Line ends: the first outside quotes, for either start state.  Past
+	 * the block's last quote the parity holds, so no line end after it
+	 * is the other state's first: a block without quotes takes one. */
 	for (const char *nl = memchr(buf, '\n', n); nl && (bl->nl[0] < 0 || bl->nl[1] < 0);
 	     nl = memchr(nl + 1, '\n', (size_t)(end - nl - 1))) {
 		size_t quotes = 0;
@@ -164,6 +171,8 @@ static void scan_quotes(struct block *bl, const char *buf, size_t n, int before,
 			bl->nl[s] = nl - buf;
 			bl->nl_lines[s] = seen;
 		}
+		if (last == NULL || last < nl)
+			break;
 	}
 	/* Every quote: the count, and the rule for either start state. */
 	q = 0;
@@ -178,6 +187,30 @@ static void scan_quotes(struct block *bl, const char *buf, size_t n, int before,
 		q++;
 	}
 	bl->quotes = q;
+}
+
+/* The '\n' in buf, 8 bytes at a time (a byte at a time took a third of
+ * the scan): a byte of v = the bytes ^ '\n' is zero where buf has '\n'.
+ * Its low 7 bits plus 0x7f carry into its high bit unless they are zero
+ * (and never into the next byte); OR-ed with v, the high bit stays clear
+ * for a zero byte only.  The clear high bits, summed by the multiply
+ * into the top byte, are the count. */
+static uint64_t count_newlines(const char *buf, size_t n)
+{
+	const uint64_t low7 = 0x7f7f7f7f7f7f7f7full, ones = 0x0101010101010101ull;
+	uint64_t lines = 0;
+	size_t k = 0;
+
+	for (; k + 8 <= n; k += 8) {
+		uint64_t v;
+		memcpy(&v, buf + k, 8);
+		v ^= ones * '\n';
+		uint64_t zero = ~(((v & low7) + low7) | v) & ~low7;   /* 0x80 per zero byte */
+		lines += ((zero >> 7) * ones) >> 56;
+	}
+	for (; k < n; k++)
+		lines += buf[k] == '\n';
+	return lines;
 }
 
 static int scan_block(void *ctx, size_t i, unsigned thread)
@@ -196,10 +229,7 @@ static int scan_block(void *ctx, size_t i, unsigned thread)
 		return -1;
 	}
 	bl->hash = cowrun_hash64(buf, n, 0);
-	uint64_t lines = 0;
-	for (size_t k = 0; k < n; k++)
-		lines += buf[k] == '\n';
-	bl->newlines = lines;
+	bl->newlines = count_newlines(buf, n);
 	scan_quotes(bl, buf, n, off > 0 ? edge[0] : -1, off + n < sc->size ? edge[1] : -1);
 	return 0;
 }

@@ -15,12 +15,14 @@ these three lines of the summary ("  %-24s %18s" in sales_finish):
       Revenue                      $13,078,024.30
 
 Load: the CSV's parts (cowrun.csv_parts(), fixed by the file) are read by
-pandas on every setup thread (cowrun.parallel(), forked children), and
-their frames joined in part order, categories made one.
+pandas on every setup thread (cowrun.parallel(), forked children), each
+sorted by store there and sent back as numpy arrays (codes and their
+categories); the parent makes the categories one and copies each store's
+rows part by part: no frame, no sort.
 
 Memory: setup keeps four flat numpy arrays (day, product, quantity, cents;
-12 bytes a row: the day and product as 2-byte codes), sorted by store
-once, with each store's start and end offsets.  A worker slices those arrays (views: nothing is copied or written)
+12 bytes a row: the day and product as 2-byte codes), sorted by store,
+with each store's start and end offsets.  A worker slices those arrays (views: nothing is copied or written)
 and builds its small per-store frame in its own memory.  It never calls
 DataFrame.take() or similar on a shared frame: pandas consolidates a frame's
 column blocks in place on such calls, which makes every forked worker copy
@@ -36,7 +38,6 @@ import types
 
 import numpy as np
 import pandas as pd
-from pandas.api.types import union_categoricals
 
 import cowrun
 
@@ -102,18 +103,108 @@ def check_range(name, values, lo, hi):
 
 DTYPES = {"date": "category", "store": "int32", "product": "category",
           "quantity": "int32", "unit_price": "category"}
+CATEGORIES = ("date", "product", "unit_price")
 
 
 def read_part(part):
     """One part of the CSV (cowrun.csv_parts()), in a child of the setup:
-    explicit dtypes, since a part's inference is not the whole file's.
-    Its rows come back stably sorted by store: setup()'s stable sort of
-    the parts joined in file order then merges 8 sorted runs, the same
-    order as sorting the file's rows, in a third of the time (at 5M rows
-    the work after the load fell from 0.55 s to 0.19 s; the setup from
-    2.53 s to 2.39 s, medians of 5, for 25-35 MB more parent peak RSS)."""
-    df = pd.read_csv(part.open(), dtype=DTYPES, keep_default_na=False, na_values=[""])
-    return df.take(np.argsort(df["store"].to_numpy(), kind="stable"))
+    explicit dtypes, since a part's inference is not the whole file's."""
+    return flat_part(pd.read_csv(part.open(), dtype=DTYPES, keep_default_na=False, na_values=[""]))
+
+
+def flat_part(df):
+    """A part's rows as plain numpy arrays (no frame: a frame pickles its
+    index, and the parent would rebuild it), stably sorted by store, with
+    each store's run: [bounds[i], bounds[i + 1]) holds store stores[i].
+    Each text column is its own categories (sorted strings) and codes;
+    the parent makes them one.  Sorting here, on every setup thread,
+    leaves the parent no sort: it copies each store's run of each part in
+    part order, the same order as a stable sort of the file's rows."""
+    store = df["store"].to_numpy()
+    order = sort_order(store)
+    store = store[order]
+    new = np.ones(len(store), dtype=bool)
+    new[1:] = store[1:] != store[:-1]
+    start = np.flatnonzero(new)
+    quantity = df["quantity"].to_numpy()[order]
+    part = types.SimpleNamespace(
+        rows=len(store), stores=store[start], bounds=np.append(start, len(store)),
+        quantity=quantity, categories={}, codes={}, missing=False,
+        extremes={"store": store[[0, -1]] if len(store) else store,
+                  "quantity": np.array([quantity.min(), quantity.max()]) if len(store) else quantity})
+    for column in CATEGORIES:
+        cat = df[column].cat
+        part.categories[column] = cat.categories.tolist()
+        part.codes[column] = cat.codes.to_numpy()[order]
+        part.missing |= bool((part.codes[column] < 0).any())  # an empty field
+    return part
+
+
+def sort_order(store):
+    """np.argsort(store, kind="stable"), in a fifth of the time where the
+    store ids span less than 65536: as 16-bit keys numpy sorts them by
+    radix, in one pass, where int32 keys take a timsort."""
+    if len(store) and int(store.max()) - int(store.min()) < 65536:
+        return np.argsort((store - store.min()).astype(np.uint16), kind="stable")
+    return np.argsort(store, kind="stable")
+
+
+def code_dtype(n):
+    """The dtype of pandas' codes for n categories (coerce_indexer_dtype)."""
+    for dtype in (np.int8, np.int16, np.int32):
+        if n < np.iinfo(dtype).max:
+            return dtype
+    return np.int64
+
+
+class Joined:
+    """The parts as one, in store order: each text column's categories
+    made one (sorted, as union_categoricals(sort_categories=True) makes
+    them), and column() the rows of a column through a table of values
+    per category, written run by run (a store's rows of part 0, then of
+    part 1, ...): no frame, no sort, no recoded copy of every part."""
+
+    def __init__(self, parts, path):
+        self.parts = parts
+        rows = sum(p.rows for p in parts)
+        if rows == 0 or any(p.missing for p in parts):
+            raise ValueError(f"{path}: no sales, or empty fields")
+        for name, hi in (("store", MAX_ID), ("quantity", MAX_QUANTITY)):
+            check_range(name, np.concatenate([p.extremes[name] for p in parts]), 1, hi)
+        self.labels = {c: sorted(set().union(*(p.categories[c] for p in parts))) for c in CATEGORIES}
+        self.store_ids = np.unique(np.concatenate([p.stores for p in parts]))
+        # count[s, i]: store s's rows in part i; where each run goes.
+        count = np.zeros((len(self.store_ids), len(parts)), dtype=np.int64)
+        self.store_of = []
+        for i, p in enumerate(parts):
+            self.store_of.append(np.searchsorted(self.store_ids, p.stores))
+            count[self.store_of[-1], i] = np.diff(p.bounds)
+        self.offsets = np.append(0, np.cumsum(count.sum(axis=1)))
+        self.to = self.offsets[:-1, None] + np.cumsum(count, axis=1) - count
+
+    def column(self, name, values=None):
+        """Column name in store order; a text column as values[code]
+        (values: per category of self.labels[name]), or its codes."""
+        out, index = None, None
+        if name in CATEGORIES:
+            index = pd.Index(self.labels[name])
+            if values is None:
+                values = np.arange(len(index), dtype=code_dtype(len(index)))
+        for i, p in enumerate(self.parts):
+            if name in CATEGORIES:
+                table = values[index.get_indexer(p.categories[name])]
+                src = p.codes[name]
+            else:
+                table, src = None, getattr(p, name)
+            if out is None:
+                out = np.empty(self.offsets[-1], dtype=(table if table is not None else src).dtype)
+            for s, a, b in zip(self.store_of[i], p.bounds[:-1], p.bounds[1:]):
+                to = out[self.to[s, i]:self.to[s, i] + b - a]
+                if table is None:
+                    to[:] = src[a:b]
+                else:
+                    np.take(table, src[a:b], out=to)
+        return out
 
 
 def load(path):
@@ -126,14 +217,19 @@ def load(path):
     # (and parsed) once, the rows hold 2-byte codes; no column of 5 million
     # Python strings is ever built.  The parts load on every setup thread
     # (cowrun.parallel); each part has categories of its own, made one by
-    # union_categoricals(sort_categories=True), which recodes every part.
+    # Joined, which maps every part's codes through a table.
     t0 = time.monotonic()
     # A pipe has no parts (csv_parts() refuses it): read whole, as is
     # compare/bench-python's baseline (SALES_REPORT_LOAD=whole).
-    if os.environ.get("SALES_REPORT_LOAD") == "whole" or not regular:
-        parts = [pd.read_csv(path, dtype=DTYPES, keep_default_na=False, na_values=[""])]
-        if ",".join(parts[0].columns) != HEADER:
+    whole = os.environ.get("SALES_REPORT_LOAD") == "whole" or not regular
+    if whole:
+        df = pd.read_csv(path, dtype=DTYPES, keep_default_na=False, na_values=[""])
+        if ",".join(df.columns) != HEADER:
             raise ValueError(f"{path}: the header is not {HEADER}")
+        # One part: what a child does with each (read_part), counted in
+        # the load as the children's is (bench-python's serial fraction).
+        parts = [flat_part(df)]
+        del df
     else:
         # Parts of 4 blocks (16 MiB): each read_csv() call has a fixed
         # cost; at 5M rows (132 MB) 8 parts loaded in 1.47-1.49 s against
@@ -144,16 +240,7 @@ def load(path):
         parts = cowrun.parallel(read_part, cowrun.csv_parts(path, blocks=blocks))
     if cowrun.verbosity():
         print(f"sales_report.py: load {time.monotonic() - t0:.3f} s", file=sys.stderr)
-    df = pd.DataFrame({
-        column: union_categoricals([p[column] for p in parts], sort_categories=True)
-        if dtype == "category" else np.concatenate([p[column].to_numpy() for p in parts])
-        for column, dtype in DTYPES.items()})
-    del parts
-    if len(df) == 0 or df.isna().any().any():
-        raise ValueError(f"{path}: no sales, or empty fields")
-    check_range("store", df["store"], 1, MAX_ID)
-    check_range("quantity", df["quantity"], 1, MAX_QUANTITY)
-    return df
+    return Joined(parts, path)
 
 
 def calendar(first, last):
@@ -169,43 +256,36 @@ def setup(argv):
     p = argparse.ArgumentParser(prog="sales_report.py", description="nightly sales reports")
     p.add_argument("--input", required=True, metavar="FILE", help="the sales CSV")
     args = p.parse_args(argv)
-    df = load(args.input)  # cowrun.csv_parts() declares the input, hashed once
+    data = load(args.input)  # cowrun.csv_parts() declares the input, hashed once
 
-    dates = df["date"].cat.categories
+    dates = pd.Index(data.labels["date"], dtype=object)
     if not dates.str.fullmatch(r"[0-9]{4}-[0-9]{2}-[0-9]{2}").all():
         raise ValueError(f"{args.input}: dates must be YYYY-MM-DD")
     day_number = pd.to_datetime(dates, format="%Y-%m-%d").values.astype("datetime64[D]").astype(np.int64)
     first, last = int(day_number.min()), int(day_number.max())
-    cents_of_code = np.array([cents_of(t) for t in df["unit_price"].cat.categories], dtype=np.int32)
+    cents_of_code = np.array([cents_of(t) for t in data.labels["unit_price"]], dtype=np.int32)
 
     # Products: ids before names, ids by number (catalogue order, as in C);
     # a product's list price is the highest price it sold at (C does the same).
-    labels = df["product"].cat.categories.tolist()
+    labels = data.labels["product"]
     catalogue = sorted(range(len(labels)), key=lambda c: (0, int(labels[c]), "")
                        if ID.match(labels[c]) else (1, 0, labels[c]))
     rank = np.empty(len(labels), dtype=np.int32)
     rank[catalogue] = np.arange(len(labels))
 
-    # One stable sort by store, then four flat arrays and the offsets.
-    order = np.argsort(df["store"].to_numpy(), kind="stable")
-    store = df["store"].to_numpy()[order]
+    # Four flat arrays in store order (the parts came sorted) and the offsets.
     s = types.SimpleNamespace(  # plain types: picklable anywhere (joblib sends it)
         source=args.input, first=first, ndays=last - first + 1,
-        day=(day_number - first).astype(np.int16 if last - first < 32768 else np.int32)[
-            df["date"].cat.codes.to_numpy()[order]],
-        product=df["product"].cat.codes.to_numpy()[order],
-        quantity=df["quantity"].to_numpy()[order],
-        cents=cents_of_code[df["unit_price"].cat.codes.to_numpy()[order]],
-        labels=labels, product_rank=rank)
-    s.store_ids, start = np.unique(store, return_index=True)
-    s.offsets = np.append(start, len(store))
-    s.list_price = pd.Series(s.cents).groupby(s.product).max().reindex(
-        range(len(labels)), fill_value=0).to_numpy()
+        day=data.column("date", (day_number - first).astype(np.int16 if last - first < 32768 else np.int32)),
+        product=data.column("product"), quantity=data.column("quantity"),
+        cents=data.column("unit_price", cents_of_code),
+        labels=labels, product_rank=rank, store_ids=data.store_ids, offsets=data.offsets)
+    s.list_price = pd.Series(s.cents).groupby(s.product, sort=False).max().reindex(
+        range(len(labels)), fill_value=0).to_numpy()  # unsorted groups: a third less time
     s.dates, s.weekday, s.month_of_day, s.months = calendar(first, last)
     s.merged = []
-    # Free the frame and the sort's temporaries before the fork, so the
-    # workers inherit a compact heap.
-    del df, order, store
+    # Free the parts before the fork, so the workers inherit a compact heap.
+    del data
     gc.collect()
     return s
 
