@@ -158,3 +158,25 @@ workers alive at merge 0" ]
 	assert_no_leftovers
 	[[ "$output" == "merged 20: item-00 item-01 "* ]]
 }
+
+@test "r: the setup's threads follow -j (data.table's, OpenMP's), one in serial mode and in every worker; the environment's count wins" {
+	command -v Rscript >/dev/null && Rscript -e 'library(data.table)' 2>/dev/null || skip "no data.table"
+	cat >"$BATS_TEST_TMPDIR/dt.R" <<-'EOF2'
+		library(data.table)
+		setup <- function(args) { message("setup threads ", getDTthreads()); list() }
+		tasks <- function(state) c("a", "b")
+		run <- function(state, i, name) getDTthreads()
+		merge <- function(state, i, name, result) c(state, result)
+		finish <- function(state, out) cat("workers", unlist(state), "\n", file = out)
+	EOF2
+	run --separate-stderr cowrun -v -j 2 -o "$BATS_TEST_TMPDIR/o1" r "$BATS_TEST_TMPDIR/dt.R"
+	[ "$status" -eq 0 ] || { echo "$stderr" >&2; return 1; }
+	[ "$output" = "workers 1 1 " ]
+	[[ "$stderr" == *"setup threads 2"* ]]
+	[[ "$stderr" == *"cowrun: r: the setup's threads: data.table 2, OpenMP 2"* ]]
+	run --separate-stderr cowrun --mode serial -o "$BATS_TEST_TMPDIR/o2" r "$BATS_TEST_TMPDIR/dt.R"
+	[ "$status" -eq 0 ] && [[ "$stderr" == *"setup threads 1"* ]]
+	R_DATATABLE_NUM_THREADS=1 run --separate-stderr cowrun -j 2 -o "$BATS_TEST_TMPDIR/o3" r "$BATS_TEST_TMPDIR/dt.R"
+	[ "$status" -eq 0 ] && [[ "$stderr" == *"setup threads 1"* ]]
+	assert_no_leftovers
+}
