@@ -29,9 +29,9 @@ workloaddir = $(libdir)/cowrun/workloads
 # cowrun python's contract and its example, for writing a script
 pythondocdir = $(datarootdir)/cowrun/python
 PYTHON_DOCS = workloads/python/contract.py workloads/python/examples/sales_report.py
-# cowrun r's contract (lowercase r: see r_LIBS below)
+# cowrun r's contract and its example (lowercase r: see r_LIBS below)
 rdocdir = $(datarootdir)/cowrun/r
-r_DOCS = workloads/r/contract.R
+r_DOCS = workloads/r/contract.R workloads/r/examples/sales_report.R
 # The example systemd units (systemd/): cowrun serve on a socket systemd
 # opens, and a nightly batch on a timer.  $(prefix)/lib/systemd/system is
 # where systemd looks for /usr and /usr/local; set unitdir for another.
