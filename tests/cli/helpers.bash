@@ -136,3 +136,30 @@ stop_background_run() {
 		wait "$bg" || true
 	fi
 }
+
+# example_equals_sales WORKLOAD SCRIPT: a 20,000-row, 120-store CSV run
+# by `cowrun sales --input` and by WORKLOAD SCRIPT (a bundled language's
+# sales example) at -j 2, -j 1 and in serial mode: the company totals,
+# then the whole summary and every report, byte for byte.
+example_equals_sales() {
+	local workload=$1 script=$2 csv=$BATS_TEST_TMPDIR/sales.csv out=$BATS_TEST_TMPDIR/$1
+	"$ROOT/tests/helpers/make-sales-csv" 20000 120 5 >"$csv"
+	run --separate-stderr cowrun -o "$BATS_TEST_TMPDIR/c" sales --input "$csv"
+	[ "$status" -eq 0 ]
+	local reference=$output
+	[[ "$reference" =~ Revenue\ +\$[0-9,]+\.[0-9][0-9] ]]
+	local mode
+	for mode in "-j 2" "-j 1" "--mode serial"; do
+		rm -rf "$out"
+		# shellcheck disable=SC2086
+		run --separate-stderr cowrun $mode -o "$out" "$workload" "$script" --input "$csv"
+		[ "$status" -eq 0 ] || { echo "$mode: exit $status: $stderr" >&2; return 1; }
+		assert_no_leftovers
+		# The company totals first (what the issue asks), then everything.
+		[ "$(grep -E '^  (Transactions|Units sold|Revenue) ' <<<"$output")" = \
+		  "$(grep -E '^  (Transactions|Units sold|Revenue) ' <<<"$reference")" ]
+		[ "$output" = "$reference" ]
+		diff -r -x '.cowrun-manifest.*' "$BATS_TEST_TMPDIR/c" "$out"
+		[ "$(ls "$out" | wc -l)" -eq 120 ]
+	done
+}

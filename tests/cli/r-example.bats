@@ -14,25 +14,7 @@ setup() {
 }
 
 @test "r example: its company totals, summary and 120 reports equal cowrun sales --input on the same CSV, at -j 2, 1 and serial" {
-	"$ROOT/tests/helpers/make-sales-csv" 20000 120 5 >"$CSV"
-	run --separate-stderr cowrun -o "$BATS_TEST_TMPDIR/c" sales --input "$CSV"
-	[ "$status" -eq 0 ]
-	local reference=$output
-	[[ "$reference" =~ Revenue\ +\$[0-9,]+\.[0-9][0-9] ]]
-	local mode
-	for mode in "-j 2" "-j 1" "--mode serial"; do
-		rm -rf "$BATS_TEST_TMPDIR/r"
-		# shellcheck disable=SC2086
-		run --separate-stderr cowrun $mode -o "$BATS_TEST_TMPDIR/r" r "$EXAMPLE" --input "$CSV"
-		[ "$status" -eq 0 ] || { echo "$mode: exit $status: $stderr" >&2; return 1; }
-		assert_no_leftovers
-		# The company totals first (what the issue asks), then everything.
-		[ "$(grep -E '^  (Transactions|Units sold|Revenue) ' <<<"$output")" = \
-		  "$(grep -E '^  (Transactions|Units sold|Revenue) ' <<<"$reference")" ]
-		[ "$output" = "$reference" ]
-		diff -r -x '.cowrun-manifest.*' "$BATS_TEST_TMPDIR/c" "$BATS_TEST_TMPDIR/r"
-		[ "$(ls "$BATS_TEST_TMPDIR/r" | wc -l)" -eq 120 ]
-	done
+	example_equals_sales r "$EXAMPLE"
 }
 
 @test "r example: a product name, a BOM, CRLF, a blank line, id 007 and a one-day store print what cowrun sales prints" {
