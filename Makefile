@@ -324,41 +324,28 @@ demo: deps all
 	echo "  the advice in full: results/demo-sales-advice.txt, results/demo-printer-advice.txt"; \
 	echo "  and the runs themselves: results/demo-sales.csv, results/demo-printer.csv"
 
-# The same nightly report written in pandas (cowrun python), on a CSV of
-# the sales format, beside the C workload on that file: the same summary
-# and reports, byte for byte.
-DEMO_PYTHON_CSV = results/demo-python-sales.csv
-.PHONY: demo-python
+# The same nightly report written in another language (pandas under cowrun
+# python, data.table under cowrun r), on a CSV of the sales format, beside
+# the C workload on that file: the same summary and reports, byte for byte.
+# $(call demo_example,WORKLOAD,SCRIPT,DEBIAN PACKAGES,WHAT IT IS)
+define demo_example
+	@[ -e build/workloads/$(1).so ] || { echo "demo: no $(1).so ($(3)): make deps, then make"; exit 1; }
+	@mkdir -p results
+	tests/helpers/make-sales-csv 200000 24 > results/demo-$(1)-sales.csv.tmp && \
+		mv results/demo-$(1)-sales.csv.tmp results/demo-$(1)-sales.csv
+	bin/cowrun -v -j 2 -o out-$(1) $(1) $(2) --input results/demo-$(1)-sales.csv > results/demo-$(1)-summary.txt
+	bin/cowrun -j 2 -o out-$(1)-c sales --input results/demo-$(1)-sales.csv > results/demo-$(1)-c-summary.txt
+	cmp results/demo-$(1)-summary.txt results/demo-$(1)-c-summary.txt
+	diff -r -x '.cowrun-manifest.*' out-$(1) out-$(1)-c
+	@echo "$(1): $(4) ($(2)) printed" \
+		"results/demo-$(1)-summary.txt and wrote $$(ls out-$(1) | wc -l) reports in out-$(1)/:" \
+		"the same bytes as cowrun sales --input on that CSV"
+endef
+.PHONY: demo-python demo-r
 demo-python: all
-	@[ -e build/workloads/python.so ] || { echo "demo: no python.so (python3-dev): make deps, then make"; exit 1; }
-	@mkdir -p results
-	tests/helpers/make-sales-csv 200000 24 > $(DEMO_PYTHON_CSV).tmp && mv $(DEMO_PYTHON_CSV).tmp $(DEMO_PYTHON_CSV)
-	bin/cowrun -v -j 2 -o out-python python workloads/python/examples/sales_report.py \
-		--input $(DEMO_PYTHON_CSV) > results/demo-python-summary.txt
-	bin/cowrun -j 2 -o out-python-c sales --input $(DEMO_PYTHON_CSV) > results/demo-python-c-summary.txt
-	cmp results/demo-python-summary.txt results/demo-python-c-summary.txt
-	diff -r -x '.cowrun-manifest.*' out-python out-python-c
-	@echo "python: the pandas report (workloads/python/examples/sales_report.py) printed" \
-		"results/demo-python-summary.txt and wrote $$(ls out-python | wc -l) reports in out-python/:" \
-		"the same bytes as cowrun sales --input on that CSV"
-
-# The same nightly report written in R with data.table (cowrun r), on a
-# CSV of the sales format, beside the C workload on that file: the same
-# summary and reports, byte for byte.
-DEMO_R_CSV = results/demo-r-sales.csv
-.PHONY: demo-r
+	$(call demo_example,python,workloads/python/examples/sales_report.py,python3-dev,the pandas report)
 demo-r: all
-	@[ -e build/workloads/r.so ] || { echo "demo: no r.so (r-base-core, r-cran-data.table): make deps, then make"; exit 1; }
-	@mkdir -p results
-	tests/helpers/make-sales-csv 200000 24 > $(DEMO_R_CSV).tmp && mv $(DEMO_R_CSV).tmp $(DEMO_R_CSV)
-	bin/cowrun -v -j 2 -o out-r r workloads/r/examples/sales_report.R \
-		--input $(DEMO_R_CSV) > results/demo-r-summary.txt
-	bin/cowrun -j 2 -o out-r-c sales --input $(DEMO_R_CSV) > results/demo-r-c-summary.txt
-	cmp results/demo-r-summary.txt results/demo-r-c-summary.txt
-	diff -r -x '.cowrun-manifest.*' out-r out-r-c
-	@echo "r: the data.table report (workloads/r/examples/sales_report.R) printed" \
-		"results/demo-r-summary.txt and wrote $$(ls out-r | wc -l) reports in out-r/:" \
-		"the same bytes as cowrun sales --input on that CSV"
+	$(call demo_example,r,workloads/r/examples/sales_report.R,r-base-core r-cran-data.table,the data.table report)
 
 # Every mode on every built-in workload, 3 repetitions at -j 1,2,4: about
 # 50 minutes on 2 cores (parallel-task redoes sales' setup for each of 64 stores).
