@@ -216,17 +216,24 @@ tempdir kept, extra none" ]
 	[ "$(marks "$d/marks" done)" -eq 6 ]
 }
 
-@test "r runner: --dry-run lists plan()'s names without a setup, and without plan() says after the setup; --mode omp is refused, even with --force, in one line" {
+@test "r runner: --dry-run lists plan()'s names without a setup, and without plan() says after the setup; no R tempdir outlives it or a failed setup; --mode omp is refused, even with --force, in one line" {
 	RT_PLAN=1 RT_SETUP_MARK=$d/setups run --separate-stderr cowrun --dry-run -o "$d/out" r "$BATCH" 3
 	[ "$status" -eq 0 ] || { echo "status $status: $stderr" >&2; return 1; }
 	[[ "$output" == *$'\n'"tasks      3 of 3: item-00 item-01 item-02"$'\n'* ]]
 	[[ "$output" == *"create   $d/out/item-02"* ]]
-	RT_SETUP_MARK=$d/setups run --separate-stderr cowrun --dry-run -o "$d/out" r "$BATCH" 3
+	# R's session directory (tempdir(), under TMPDIR) goes with R in a
+	# process that gets no state: here, and after an error in setup().
+	mkdir "$d/tmp"
+	TMPDIR=$d/tmp RT_SETUP_MARK=$d/setups run --separate-stderr cowrun --dry-run -o "$d/out" r "$BATCH" 3
 	[ "$status" -eq 0 ] || { echo "status $status: $stderr" >&2; return 1; }
 	[[ "$output" == *$'\n'"tasks      known after the setup (the workload names them from what it builds)"$'\n'* ]]
 	[[ "$output" != *"item-0"* ]]
 	[ ! -e "$d/setups" ]
 	[ ! -e "$d/out" ]
+	TMPDIR=$d/tmp RT_SETUP_FAIL=1 run --separate-stderr cowrun -o "$d/out" r "$BATCH" 3
+	[ "$status" -eq 255 ]
+	assert_one_line_error "cowrun: r: $BATCH:*: in setup(): no data for tonight"
+	[ -z "$(ls -A "$d/tmp")" ] || { echo "left in TMPDIR: $(ls -A "$d/tmp")" >&2; return 1; }
 	for force in "" --force; do
 		run --separate-stderr cowrun --mode omp $force -o "$d/out" r "$BATCH" 3
 		[ "$status" -eq 255 ] || { echo "'$force': status $status" >&2; return 1; }
