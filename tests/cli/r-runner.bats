@@ -50,11 +50,10 @@ marks() {
 	printf '%s\n' "$files" | grep -c "^$2-${3:-}" || true
 }
 
-# reports_at_least DIR N: DIR holds N committed reports or more.
-reports_at_least() {
-	local files
-	files=$(ls "$1" 2>/dev/null) || true
-	[ "$(printf '%s\n' "$files" | grep -c '^item-')" -ge "$2" ]
+# joblog_rows_at_least LOG N: LOG holds N tasks' rows or more (a task is
+# in the joblog once its result is kept, after its report).
+joblog_rows_at_least() {
+	[ "$(tail -n +2 "$1" 2>/dev/null | grep -c .)" -ge "$2" ]
 }
 
 # csv_column FILE NAME: the column NAME of a CSV (its header first), each row's value.
@@ -183,7 +182,7 @@ tempdir kept, extra none" ]
 	RT_MARKS=$d/marks RT_HOLD="4+=$d/never" "$REAPER" "$COWRUN" -j 2 -o "$d/out" --joblog "$d/log" \
 		"${args[@]}" >"$d/first" 2>"$d/err" &
 	bg=$!
-	wait_for 30 "four reports" reports_at_least "$d/out" 4
+	wait_for 30 "four tasks in the joblog" joblog_rows_at_least "$d/log" 4
 	kill -KILL "$(cowrun_of "$bg")"
 	status=0
 	wait "$bg" || status=$?
@@ -192,6 +191,7 @@ tempdir kept, extra none" ]
 	[ "$status" -eq 99 ] || { echo "status $status: $(cat "$d/err")" >&2; return 1; }
 	[ ! -s "$d/first" ]
 	[ "$(marks "$d/marks" done)" -eq 4 ]
+	[ "$(ls "$d/out" | grep -c '^item-')" -eq 4 ]
 	# The script changed, then the argument file: refused before the setup.
 	cp -p "$d/batch.R" "$d/batch.bak"
 	echo '# changed' >>"$d/batch.R"
