@@ -198,6 +198,19 @@ fail:
 	return NULL;
 }
 
+/* setup(), plan() or merge_setup() gave no state: this process runs no
+ * more R (run.c and dryrun.c exit, serve's generation _exits), and
+ * nothing calls teardown without a state.  R is ended here all the same,
+ * so that the session's tempdir() (a /tmp/RtmpXXXXXX that a nightly run
+ * failing every night would leave each time) goes with it:
+ * Rf_endEmbeddedR() calls R_CleanTempDir() (src/unix/Rembedded.c). */
+static void *given_up(struct rjob *job)
+{
+	job_free(job);
+	r_end();   /* its tempdir() goes with it */
+	return NULL;
+}
+
 static void set_state(struct rjob *job, SEXP state)
 {
 	R_PreserveObject(state);
@@ -226,7 +239,7 @@ static void *r_setup(int argc, char **argv)
 	int nprot = 0, bad = 0, rc;
 
 	if (job == NULL)
-		return NULL;
+		return given_up(NULL);
 	if (r_function("run", &bad) == R_NilValue) {
 		if (!bad)
 			cowrun_error("%s defines no run(state, i, name): see cowrun r --help", r_script());
@@ -253,8 +266,7 @@ static void *r_setup(int argc, char **argv)
 	return job;
 fail:
 	UNPROTECT(nprot);
-	job_free(job);
-	return NULL;
+	return given_up(job);
 }
 
 static size_t r_ntasks(const void *state)
@@ -464,8 +476,7 @@ static void *r_plan(int argc, char **argv)
 
 	if (out == NULL || out == R_NilValue || take_names(job, r_value(out), "plan") != 0) {
 		UNPROTECT(nprot);
-		job_free(job);
-		return NULL;
+		return given_up(job);
 	}
 	UNPROTECT(nprot);
 	return job;
@@ -504,7 +515,7 @@ static void *r_merge_setup(int argc, char **argv, const void *context, size_t le
 	int nprot = 0;
 
 	if (job == NULL)
-		return NULL;
+		return given_up(NULL);
 	SEXP raw = Rf_allocVector(RAWSXP, (R_xlen_t)len);
 	if (len > 0)
 		memcpy(RAW(raw), context, len);
@@ -515,10 +526,8 @@ static void *r_merge_setup(int argc, char **argv, const void *context, size_t le
 	if (out != NULL)
 		set_state(job, r_value(out));
 	UNPROTECT(nprot);
-	if (out == NULL || with_tasks(job) != 0) {
-		job_free(job);
-		return NULL;
-	}
+	if (out == NULL || with_tasks(job) != 0)
+		return given_up(job);
 	return job;
 }
 
