@@ -276,6 +276,11 @@ field_job() { field job "$1"; }
 	# the elements' workers ran the helper the script source()s beside it
 	[ "$(cat "$b/out/square-0006.txt")" = "square-0006.txt: 41 (squares-label.R)" ]
 	[ "$(grep -c square- "$b/joblog")" -eq 7 ]
+	# a script not there: cowrun's line here, nothing submitted
+	run --separate-stderr "$CLUSTER" --slurm --dir "$d/none" r "$d/missing.R" 7
+	[ "$status" -eq 255 ]
+	assert_one_line_error "cowrun: r: cannot read the script '$d/missing.R': No such file or directory"
+	[ ! -e "$d/none" ]
 }
 
 @test "slurm: an out-of-tree workload by path gives a local run's output; --status says how long each shard ran" {
