@@ -242,6 +242,27 @@ left_on_hosts() {
 	hosts_clean
 }
 
+@test "two hosts: an R script (cowrun r) and the file it source()s give a local run's stdout and reports" {
+	need_sshd
+	[ -e "$ROOT/build/workloads/r.so" ] || skip "no build/workloads/r.so (cowrun r is not built: R missing?)"
+	local d=$BATS_TEST_TMPDIR script=$ROOT/tests/fixtures/r/squares.R
+	printf 'four\n' >"$d/in.txt"
+	local_run "$d/local" r "$script" 9 "$d/in.txt"
+	[ "$ref_status" -eq 0 ]
+	run --separate-stderr cluster --slf "$SSHD_DIR/two" -o "$d/cluster" --task-joblog "$d/tasks.log" \
+		r "$script" 9 "$d/in.txt"
+	[ "$status" -eq 0 ] || { echo "exit $status: $stderr" >&2; return 1; }
+	[ "$output" = "$ref_out" ]
+	[ "$output" = "squares: 9, total 249" ]
+	diff -r -x '.cowrun-manifest.*' "$d/local" "$d/cluster"
+	[ "$(ls "$d/cluster" | wc -l)" -eq 9 ]
+	# the workers on the hosts ran the helper the script source()s beside it
+	[ "$(cat "$d/cluster/square-0003.txt")" = "square-0003.txt: 14 (squares-label.R)" ]
+	# both hosts ran tasks
+	[ "$(awk -F'\t' 'NR > 1 { print $2 }' "$d/tasks.log" | sort -u | wc -l)" -eq 2 ]
+	hosts_clean
+}
+
 @test "two hosts: a workload without reports (average) gives the same summary and no report directory" {
 	need_sshd
 	local_run "$BATS_TEST_TMPDIR/local" average --size 100000 --chunks 7

@@ -153,6 +153,31 @@ rows() {
 	[ "$(rows "$csv" | cut -d, -f2,12 | grep -cx 'serial,yes')" -eq 1 ]
 }
 
+@test "compare of an R script (cowrun r): omp left out in one line, the others verified, the advice and the plots" {
+	[ -e "$ROOT/build/workloads/r.so" ] || skip "no build/workloads/r.so (cowrun r is not built: R missing?)"
+	local d=$BATS_TEST_TMPDIR csv=$BATS_TEST_TMPDIR/r.csv
+	run --separate-stderr compare --modes fork,omp --jobs 1,2 --reps 1 --warmup 0 --workload r \
+		--out "$csv" -- "$FIXTURES/r/squares.R" 5
+	[ "$status" -eq 0 ] || { echo "exit $status: $stderr" >&2; return 1; }
+	assert_no_leftovers
+	# cowrun refuses --mode omp for r: asked once, not run, not a failure
+	[ "$(grep -c omp <<<"$stderr")" -eq 1 ]
+	[[ "$stderr" == *"compare: omp left out: r runs no task on a thread: --mode omp is refused"* ]]
+	[ ! -e "$d/r-failures.log" ]
+	grep -qx '# modes: serial fork' "$csv"
+	[ "$(rows "$csv" | cut -d, -f2,3,12 | sort | tr '\n' ' ')" = "fork,1,yes fork,2,yes serial,1,yes " ]
+	grep -qx 'workload: r' "$d/r-advice.txt"
+	grep -Eqx 'recommended_jobs: [12]' "$d/r-advice.txt"
+	[[ "$output" == *"Run r with -j "[12]" on this machine"* ]]
+	run --separate-stderr "$PLOT" --no-text --out "$d/plots" "$csv"
+	[ "$status" -eq 0 ] || { echo "exit $status: $stderr" >&2; return 1; }
+	for name in speedup wall memory; do
+		[ -s "$d/plots/r-$name.svg" ] || { echo "no r-$name.svg" >&2; return 1; }
+	done
+	grep -qF '<title>fork</title>' "$d/plots/r-speedup.svg"
+	! grep -qF '<title>omp' "$d/plots/r-speedup.svg" || { echo "omp in the speedup plot" >&2; return 1; }
+}
+
 @test "a failing serial reference run stops compare with one line, exit 1" {
 	run --separate-stderr compare --modes fork --jobs 2 --reps 1 --workload selftest \
 		--out "$BATS_TEST_TMPDIR/f.csv" -- --tasks 4 --fail 1

@@ -259,6 +259,30 @@ field_job() { field job "$1"; }
 	diff -r -x '.cowrun-manifest.*' "$d/ref" "$b/out"
 }
 
+@test "slurm: an R script (cowrun r) and the file it source()s in 2 shards give a local run's output" {
+	need_slurm
+	[ -e "$ROOT/build/workloads/r.so" ] || skip "no build/workloads/r.so (cowrun r is not built: R missing?)"
+	local d=$BATS_TEST_TMPDIR b=$BATS_TEST_TMPDIR/b
+	printf 'four\n' >"$d/in.txt"
+	local args=(r "$ROOT/tests/fixtures/r/squares.R" 7 "$d/in.txt")
+	reference "${args[@]}"
+	[ "$ref_status" -eq 0 ]
+	run --separate-stderr "$CLUSTER" --slurm --dir "$b" --shards 2 --wait "${args[@]}"
+	echo "$stderr"
+	[ "$status" -eq 0 ]
+	[ "$output" = "$ref_out" ]
+	[ "$output" = "squares: 7, total 126" ]
+	diff -r -x '.cowrun-manifest.*' "$d/ref" "$b/out"
+	# the elements' workers ran the helper the script source()s beside it
+	[ "$(cat "$b/out/square-0006.txt")" = "square-0006.txt: 41 (squares-label.R)" ]
+	[ "$(grep -c square- "$b/joblog")" -eq 7 ]
+	# a script not there: cowrun's line here, nothing submitted
+	run --separate-stderr "$CLUSTER" --slurm --dir "$d/none" r "$d/missing.R" 7
+	[ "$status" -eq 255 ]
+	assert_one_line_error "cowrun: r: cannot read the script '$d/missing.R': No such file or directory"
+	[ ! -e "$d/none" ]
+}
+
 @test "slurm: an out-of-tree workload by path gives a local run's output; --status says how long each shard ran" {
 	need_slurm
 	local d=$BATS_TEST_TMPDIR b=$BATS_TEST_TMPDIR/b
