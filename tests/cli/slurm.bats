@@ -48,6 +48,19 @@ cowruns_in() {
 	ps -eo pid=,args= | grep -F -- "$1" | grep -v -e grep -e ' ps ' || true
 }
 
+@test "slurm: an sbatch that refuses the batch is cowrun-cluster's one line, exit 255, no wait for an empty job id (no Slurm needed)" {
+	local d=$BATS_TEST_TMPDIR c
+	mkdir "$d/bin"
+	printf '#!/bin/sh\necho "sbatch: error: Batch job submission failed: Invalid partition name specified" >&2\nexit 1\n' >"$d/bin/sbatch"
+	for c in squeue scancel sacct scontrol; do printf '#!/bin/sh\nexit 0\n' >"$d/bin/$c"; done
+	chmod +x "$d"/bin/*
+	PATH=$d/bin:$PATH run --separate-stderr timeout 30 "$CLUSTER" --slurm --dir "$d/run" --shards 2 --wait "${SELF[@]}"
+	[ "$status" -eq 255 ] || { echo "status $status (124: it waited): $stderr" >&2; return 1; }
+	[[ "$stderr" == *"Invalid partition name specified"* ]]
+	[ "$(printf '%s\n' "$stderr" | wc -l)" -eq 1 ]
+	[ -z "$output" ]
+}
+
 @test "slurm: --resume with --save-results saves the interrupted run's results too (no Slurm needed)" {
 	local d=$BATS_TEST_TMPDIR args=(selftest --tasks 20 --sleep-ms 500)
 	reference "${args[@]}"
