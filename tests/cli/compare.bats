@@ -161,7 +161,8 @@ rows() {
 	[ "$status" -eq 0 ] || { echo "exit $status: $stderr" >&2; return 1; }
 	assert_no_leftovers
 	# cowrun refuses --mode omp for r: asked once, not run, not a failure
-	[ "$(grep -c omp <<<"$stderr")" -eq 1 ]
+	[ "$(grep -c 'omp left out' <<<"$stderr")" -eq 1 ]
+	! grep -q 'omp -j [0-9]* rep' <<<"$stderr"
 	[[ "$stderr" == *"compare: omp left out: r runs no task on a thread: --mode omp is refused"* ]]
 	[ ! -e "$d/r-failures.log" ]
 	grep -qx '# modes: serial fork' "$csv"
