@@ -137,13 +137,13 @@ stop_background_run() {
 	fi
 }
 
-# example_equals_sales WORKLOAD SCRIPT: a 20,000-row, 120-store CSV run
+# example_equals_sales WORKLOAD SCRIPT: a 20,000-row, 24-store CSV run
 # by `cowrun sales --input` and by WORKLOAD SCRIPT (a bundled language's
 # sales example) at -j 2, -j 1 and in serial mode: the company totals,
 # then the whole summary and every report, byte for byte.
 example_equals_sales() {
 	local workload=$1 script=$2 csv=$BATS_TEST_TMPDIR/sales.csv out=$BATS_TEST_TMPDIR/$1
-	"$ROOT/tests/helpers/make-sales-csv" 20000 120 5 >"$csv"
+	"$ROOT/tests/helpers/make-sales-csv" 20000 24 5 >"$csv"
 	run --separate-stderr cowrun -o "$BATS_TEST_TMPDIR/c" sales --input "$csv"
 	[ "$status" -eq 0 ]
 	local reference=$output
@@ -160,6 +160,6 @@ example_equals_sales() {
 		  "$(grep -E '^  (Transactions|Units sold|Revenue) ' <<<"$reference")" ]
 		[ "$output" = "$reference" ]
 		diff -r -x '.cowrun-manifest.*' "$BATS_TEST_TMPDIR/c" "$out"
-		[ "$(ls "$out" | wc -l)" -eq 120 ]
+		[ "$(ls "$out" | wc -l)" -eq 24 ]
 	done
 }

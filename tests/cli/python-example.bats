@@ -11,7 +11,7 @@ setup() {
 	CSV=$BATS_TEST_TMPDIR/sales.csv
 }
 
-@test "python example: its company totals, summary and 120 reports equal cowrun sales --input on the same CSV, at -j 1, 2 and serial" {
+@test "python example: its company totals, summary and 24 reports equal cowrun sales --input on the same CSV, at -j 1, 2 and serial" {
 	example_equals_sales python "$EXAMPLE"
 }
 

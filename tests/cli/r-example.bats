@@ -13,7 +13,7 @@ setup() {
 	CSV=$BATS_TEST_TMPDIR/sales.csv
 }
 
-@test "r example: its company totals, summary and 120 reports equal cowrun sales --input on the same CSV, at -j 2, 1 and serial" {
+@test "r example: its company totals, summary and 24 reports equal cowrun sales --input on the same CSV, at -j 2, 1 and serial" {
 	example_equals_sales r "$EXAMPLE"
 }
 
