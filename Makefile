@@ -502,7 +502,14 @@ ASAN_SIGNALS = handle_segv=0:handle_sigbus=0:handle_sigfpe=0:handle_sigill=0:han
 # sanitizers#1322).  The parent of a Python batch met it at its exit in 6
 # runs of 6 (tests/fixtures/python/batch.py at -j 2, once the interpreter
 # is finalized); dynamic TLS is then not scanned for pointers.
-ASAN_ENV = ASAN_OPTIONS=$(ASAN_SIGNALS):detect_leaks=1:allocator_may_return_null=1:intercept_tls_get_addr=0:log_path=$(ASAN_LOGS)/asan \
+# libtirpc first, where it is (libR's dependency): GCC 12's libasan
+# intercepts xdrmem_create(), which glibc 2.32 moved to libtirpc, and its
+# interceptor calls a NULL "real" function, so R died (SIGSEGV) reading its
+# own base package in every cowrun r run.  Preloaded, libtirpc's own is the
+# one found; verify_asan_link_order=0 lets libasan come second.
+ASAN_XDR = $(shell ldconfig -p 2>/dev/null | grep -q 'libtirpc\.so\.3 ' && echo libtirpc.so.3)
+ASAN_ENV = $(if $(ASAN_XDR),LD_PRELOAD=$(ASAN_XDR)) \
+	ASAN_OPTIONS=$(ASAN_SIGNALS)$(if $(ASAN_XDR),:verify_asan_link_order=0):detect_leaks=1:allocator_may_return_null=1:intercept_tls_get_addr=0:log_path=$(ASAN_LOGS)/asan \
 	UBSAN_OPTIONS=$(ASAN_SIGNALS):print_stacktrace=1:log_path=$(ASAN_LOGS)/ubsan \
 	LSAN_OPTIONS=suppressions=$(CURDIR)/tests/sanitizers/lsan.supp:print_suppressions=0
 
