@@ -118,6 +118,18 @@ cowrun_of() {
 	pgrep -P "$1" -x cowrun
 }
 
+# sigkill_background_run ERRFILE: SIGKILL the cowrun that the backgrounded
+# reaper $bg runs and wait for the reaper, which exits 99 once it has taken
+# in the workers that died with their parent (else the test fails with its
+# status and ERRFILE, the run's stderr); $bg is then cleared.
+sigkill_background_run() {
+	local status=0
+	kill -KILL "$(cowrun_of "$bg")"
+	wait "$bg" || status=$?
+	bg=
+	[ "$status" -eq 99 ] || { echo "status $status: $(cat "$1")" >&2; return 1; }
+}
+
 # all_dead PID...: whether every pid given has died: gone, or a zombie not
 # yet reaped.
 all_dead() {

@@ -296,12 +296,7 @@ assert_nothing_written() {
 		python "$BATCH" --tasks 8 >"$d/first" 2>"$d/err" &
 	bg=$!
 	wait_for 30 "two tasks to finish" joblog_rows_at_least "$d/log" 2
-	kill -KILL "$(cowrun_of "$bg")"
-	status=0
-	wait "$bg" || status=$?
-	bg=
-	# The reaper took in the workers that died with their parent.
-	[ "$status" -eq 99 ] || { echo "status $status: $(cat "$d/err")" >&2; return 1; }
+	sigkill_background_run "$d/err"
 	[ ! -s "$d/first" ]
 	finished=$(awk -F'\t' 'NR > 1 && $7 == 0 { sub(/^python /, "", $9); print $9 }' "$d/log")
 	n_finished=$(printf '%s\n' "$finished" | grep -c .)

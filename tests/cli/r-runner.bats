@@ -183,12 +183,7 @@ tempdir kept, extra none" ]
 		"${args[@]}" >"$d/first" 2>"$d/err" &
 	bg=$!
 	wait_for 30 "four tasks in the joblog" joblog_rows_at_least "$d/log" 4
-	kill -KILL "$(cowrun_of "$bg")"
-	status=0
-	wait "$bg" || status=$?
-	bg=
-	# The reaper took in the workers that died with their parent.
-	[ "$status" -eq 99 ] || { echo "status $status: $(cat "$d/err")" >&2; return 1; }
+	sigkill_background_run "$d/err"
 	[ ! -s "$d/first" ]
 	[ "$(marks "$d/marks" done)" -eq 4 ]
 	[ "$(ls "$d/out" | grep -c '^item-')" -eq 4 ]
