@@ -43,6 +43,20 @@ reference() {
 	ref_out=$output ref_status=$status
 }
 
+# like_here SHARDS WORKLOAD ARGS...: the batch here (reference), then in
+# SHARDS elements through --slurm into $BATS_TEST_TMPDIR/b: the same exit
+# status, stdout and reports ($output and $status are the cluster's).
+like_here() {
+	local shards=$1
+	shift
+	reference "$@"
+	run --separate-stderr "$CLUSTER" --slurm --dir "$BATS_TEST_TMPDIR/b" --shards "$shards" --wait "$@"
+	echo "$stderr"
+	[ "$status" -eq "$ref_status" ]
+	[ "$output" = "$ref_out" ]
+	diff -r -x '.cowrun-manifest.*' "$BATS_TEST_TMPDIR/ref" "$BATS_TEST_TMPDIR/b/out"   # a run's manifest is its own
+}
+
 # cowruns_in DIR: processes whose command line names DIR (a batch's cowrun).
 cowruns_in() {
 	ps -eo pid=,args= | grep -F -- "$1" | grep -v -e grep -e ' ps ' || true
@@ -85,13 +99,7 @@ cowruns_in() {
 
 @test "slurm: 4 shards give the stdout, exit status and reports of a run here" {
 	need_slurm
-	local args=(selftest --tasks 40 --sleep-ms 20 --report-bytes 100)
-	reference "${args[@]}"
-	run --separate-stderr "$CLUSTER" --slurm --dir "$BATS_TEST_TMPDIR/b" --shards 4 --wait "${args[@]}"
-	echo "$stderr"
-	[ "$status" -eq "$ref_status" ]
-	[ "$output" = "$ref_out" ]
-	diff -r -x '.cowrun-manifest.*' "$BATS_TEST_TMPDIR/ref" "$BATS_TEST_TMPDIR/b/out"   # a run's manifest is its own
+	like_here 4 selftest --tasks 40 --sleep-ms 20 --report-bytes 100
 	[ "$(cat "$BATS_TEST_TMPDIR/b/summary.txt")" = "$ref_out" ]
 	# the merged joblog: every task once, Host = the node
 	[ "$(grep -c task- "$BATS_TEST_TMPDIR/b/joblog")" -eq 40 ]
@@ -260,16 +268,9 @@ field_job() { field job "$1"; }
 
 @test "slurm: a Python script (cowrun python) in 3 shards gives a local run's output" {
 	need_slurm
-	local d=$BATS_TEST_TMPDIR b=$BATS_TEST_TMPDIR/b
-	local args=(python "$ROOT/tests/fixtures/python-cluster/squares.py" --n 7)
-	reference "${args[@]}"
+	like_here 3 python "$ROOT/tests/fixtures/python-cluster/squares.py" --n 7
 	[ "$ref_status" -eq 0 ]
-	run --separate-stderr "$CLUSTER" --slurm --dir "$b" --shards 3 --wait "${args[@]}"
-	echo "$stderr"
-	[ "$status" -eq 0 ]
-	[ "$output" = "$ref_out" ]
 	[ "$output" = "squares: 7, total 91" ]
-	diff -r -x '.cowrun-manifest.*' "$d/ref" "$b/out"
 }
 
 @test "slurm: an R script (cowrun r) and the file it source()s in 2 shards give a local run's output" {
@@ -277,15 +278,9 @@ field_job() { field job "$1"; }
 	[ -e "$ROOT/build/workloads/r.so" ] || skip "no build/workloads/r.so (cowrun r is not built: R missing?)"
 	local d=$BATS_TEST_TMPDIR b=$BATS_TEST_TMPDIR/b
 	printf 'four\n' >"$d/in.txt"
-	local args=(r "$ROOT/tests/fixtures/r/squares.R" 7 "$d/in.txt")
-	reference "${args[@]}"
+	like_here 2 r "$ROOT/tests/fixtures/r/squares.R" 7 "$d/in.txt"
 	[ "$ref_status" -eq 0 ]
-	run --separate-stderr "$CLUSTER" --slurm --dir "$b" --shards 2 --wait "${args[@]}"
-	echo "$stderr"
-	[ "$status" -eq 0 ]
-	[ "$output" = "$ref_out" ]
 	[ "$output" = "squares: 7, total 126" ]
-	diff -r -x '.cowrun-manifest.*' "$d/ref" "$b/out"
 	# the elements' workers ran the helper the script source()s beside it
 	[ "$(cat "$b/out/square-0006.txt")" = "square-0006.txt: 41 (squares-label.R)" ]
 	[ "$(grep -c square- "$b/joblog")" -eq 7 ]
@@ -300,15 +295,9 @@ field_job() { field job "$1"; }
 	need_slurm
 	local d=$BATS_TEST_TMPDIR b=$BATS_TEST_TMPDIR/b
 	cc -std=gnu11 -fPIC -shared -I"$ROOT/include" -o "$d/primes.so" "$ROOT/workloads/template/primes.c"
-	local args=(--workload "$d/primes.so" --limit 200000 --ranges 6)
-	reference "${args[@]}"
-	run --separate-stderr "$CLUSTER" --slurm --dir "$b" --shards 2 --wait "${args[@]}"
-	echo "$stderr"
-	[ "$status" -eq "$ref_status" ]
-	[ "$output" = "$ref_out" ]
+	like_here 2 --workload "$d/primes.so" --limit 200000 --ranges 6
 	# Every node ran the copy in the batch's directory.
 	cmp "$d/primes.so" "$b/plugin/primes.so"
-	diff -r -x '.cowrun-manifest.*' "$d/ref" "$b/out"
 	run "$CLUSTER" --slurm --status "$b"
 	[ "$status" -eq 0 ]
 	[[ "$output" =~ shard\ 0/2:\ done\ \(exit\ 0\)\ on\ [^,]*,\ attempt\ 1,\ job\ [0-9_]*,\ [0-9]+\.[0-9]\ s ]]
