@@ -7,8 +7,11 @@
 #include "os/util.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 /* An entry's type without its ABI 3 flags (TUNING, NOT_INPUT). */
 static int kind_of(const struct cowrun_option *o)
@@ -130,8 +133,36 @@ static size_t config_size(const struct cowrun_option *opts)
 	return size;
 }
 
+/* A workload that parses its own arguments (COWRUN_OWN_ARGV: python, r)
+ * has no table to check them against, but its first, the script, is
+ * always an input: it must be readable here, said in the words the
+ * workload's setup would say it (cowrun-cluster --slurm checks before it
+ * submits, instead of every element failing on its node).  No script is
+ * the workload's own line, at its setup. */
+static int check_script(int argc, char **argv)
+{
+	struct stat st;
+	int fd, err = 0;
+
+	if (argc < 2 || argv[1][0] == '-')
+		return 0;
+	fd = open(argv[1], O_RDONLY | O_NONBLOCK | O_CLOEXEC);   /* a FIFO must not block */
+	if (fd < 0 || fstat(fd, &st) != 0)
+		err = errno;
+	else if (S_ISDIR(st.st_mode))
+		err = EISDIR;
+	if (fd >= 0)
+		close(fd);
+	if (err == 0)
+		return 0;
+	cowrun_error("cannot read the script '%s': %s", argv[1], strerror(err));
+	return -1;
+}
+
 int options_check(const struct cowrun_workload *w, int argc, char **argv)
 {
+	if (w->flags & COWRUN_OWN_ARGV)
+		return check_script(argc, argv);
 	if (w->options == NULL)
 		return 0;
 	size_t size = config_size(w->options);

@@ -20,7 +20,8 @@ int options_want_help(int argc, char **argv);
  * --check-args: parse the workload's arguments against its option table
  * alone, as its setup would first, without running the setup.  A workload
  * without a table (options NULL) accepts anything here: its setup parses
- * its own.  Returns 0, or -1 after cowrun_parse_options()' one line.
+ * its own; one that parses its own arguments (COWRUN_OWN_ARGV) has its
+ * first, the script, checked readable.  Returns 0, or -1 after one line.
  */
 int options_check(const struct cowrun_workload *w, int argc, char **argv);
 
