@@ -141,8 +141,10 @@ static int pool_init(struct pool *p, struct batch *b, size_t workers,
 
 static void pool_free(struct pool *p)
 {
-	for (size_t i = 0; p->slots && i < p->nworkers; i++)
+	for (size_t i = 0; p->slots && i < p->nworkers; i++) {
 		wire_reader_free(&p->slots[i].reader);
+		free(p->slots[i].held_record);
+	}
 	free(p->slots);
 	free(p->pollfds);
 	free(p->poll_slot);
@@ -237,7 +239,7 @@ static int spawn_worker(struct pool *p, size_t i)
 	s->state = SLOT_BUSY;
 	s->pid = pid;
 	s->fd = fds[0];
-	s->corrupt = s->has_timing = s->stopped_by_us = s->said_goodbye = 0;
+	s->corrupt = s->has_timing = s->stopped_by_us = s->said_goodbye = s->held = 0;
 	s->timed_out_task = NO_TASK;
 	s->kill_at_ns = 0;
 	s->fork_ns = took;
@@ -445,6 +447,39 @@ static void settle_current_task(struct pool *p, size_t i, uint64_t k, int status
 	attempt_failed(p, &a, why);
 }
 
+/* Worker i died after sending a result whose report's fsync was running:
+ * end that commit here and take the result; or, if the temporary file is
+ * gone (renamed just before the death: nothing tells), run the task again
+ * as one never reported. */
+static void commit_held(struct pool *p, size_t i)
+{
+	struct worker_slot *s = &p->slots[i];
+	struct batch *b = p->batch;
+	const struct attempt *a = &s->held_attempt;
+	char name[COWRUN_NAME_MAX], why[PATH_MAX + 64];
+
+	s->held = 0;
+	b->workload->task_name(b->state, a->task, name, sizeof name);
+	if (task_commit_left(batch_outdir_fd(b), name, a->pid) == 0) {
+		p->retry_queued[a->task] = 0;
+		batch_attempt_ok(b, a, s->held_record, s->held_len);
+		return;
+	}
+	int err = errno;
+	task_remove_report(batch_outdir_fd(b), name, a->pid);
+	if (err == ENOENT) {
+		if (!batch_stopping(b))
+			requeue_task(p, a->task);
+		return;
+	}
+	struct attempt failed = *a;
+	failed.exitval = 1;
+	failed.received = 0;
+	snprintf(why, sizeof why, "cannot write '%s%s%s': %s", batch_outdir_label(b) ?
+		 batch_outdir_label(b) : "", batch_outdir_label(b) ? "/" : "", name, strerror(err));
+	attempt_failed(p, &failed, why);
+}
+
 /* A worker has been reaped: settle its current task and its chunk. */
 static void worker_ended(struct pool *p, size_t i, int status)
 {
@@ -456,6 +491,8 @@ static void worker_ended(struct pool *p, size_t i, int status)
 
 	if (!clean || current != NO_TASK)
 		p->stats->worker_deaths++;
+	if (s->held)
+		commit_held(p, i);
 	if (current != NO_TASK) {
 		settle_current_task(p, i, current, status);
 	} else if (!clean && !s->stopped_by_us) {
@@ -621,8 +658,8 @@ static void reap_worker(struct pool *p, size_t i)
 
 /* ---- reading results ---- */
 
-/* The attempt a RESULT or FAILED frame ends, from the TIMING frame sent
- * just before it (if timing is on). */
+/* The attempt a RESULT, COMMITTING or FAILED frame ends, from the TIMING
+ * frame sent just before it (if timing is on). */
 static void reported_attempt(const struct pool *p, size_t i, const struct wire_frame *f,
 			     struct attempt *a)
 {
@@ -636,7 +673,7 @@ static void reported_attempt(const struct pool *p, size_t i, const struct wire_f
 		a->start_ns = s->timing.start_ns;
 		a->end_ns = s->timing.end_ns;
 	}
-	if (f->type == WIRE_RESULT)
+	if (f->type == WIRE_RESULT || f->type == WIRE_COMMITTING)
 		a->received = f->length;
 	else
 		a->exitval = 1;
@@ -663,6 +700,35 @@ static int keep_stats(struct pool *p, size_t i, const struct wire_frame *f)
 	return 0;
 }
 
+/* A WIRE_COMMITTING frame: its result kept (one at a time) until the
+ * report is in place.  Returns 0, 1 if the stream is corrupt, or -1 when
+ * there is no memory for it. */
+static int hold_result(struct pool *p, size_t i, const struct wire_frame *f)
+{
+	struct worker_slot *s = &p->slots[i];
+
+	if (s->held)
+		return 1;
+	if (f->length > s->held_cap) {
+		unsigned char *more = realloc(s->held_record, f->length);
+		if (more == NULL) {
+			warnx_("worker %ld: no memory for a result of %llu bytes", (long)s->pid,
+			       (unsigned long long)f->length);
+			return -1;
+		}
+		s->held_record = more;
+		s->held_cap = f->length;
+	}
+	if (f->length > 0)
+		memcpy(s->held_record, f->payload, f->length);
+	s->held_len = f->length;
+	p->deaths_since_progress = 0;
+	reported_attempt(p, i, f, &s->held_attempt);
+	s->has_timing = 0;
+	s->held = 1;
+	return 0;
+}
+
 /* Hand one frame to the batch.  Returns 0, 1 if the stream is corrupt, or
  * -1 on a fatal error. */
 static int take_frame(struct pool *p, size_t i, const struct wire_frame *f)
@@ -680,11 +746,27 @@ static int take_frame(struct pool *p, size_t i, const struct wire_frame *f)
 		s->has_timing = 1;
 		return 0;
 	}
+	if (f->type == WIRE_COMMITTING)
+		return hold_result(p, i, f);
+	if (f->type == WIRE_COMMITTED) {
+		if (!s->held || s->held_attempt.task != f->task)
+			return 1;
+		s->held = 0;
+		p->retry_queued[f->task] = 0;
+		return batch_attempt_ok(p->batch, &s->held_attempt, s->held_record, s->held_len);
+	}
 	if (f->type != WIRE_RESULT && f->type != WIRE_FAILED)
 		return 1;
 	p->deaths_since_progress = 0;
-	reported_attempt(p, i, f, &a);
-	s->has_timing = 0;
+	if (f->type == WIRE_FAILED && s->held && s->held_attempt.task == f->task) {
+		a = s->held_attempt;   /* its report could not be put in place */
+		a.exitval = 1;
+		a.received = 0;
+		s->held = 0;
+	} else {
+		reported_attempt(p, i, f, &a);
+		s->has_timing = 0;
+	}
 	if (f->type == WIRE_RESULT) {
 		p->retry_queued[a.task] = 0;
 		return batch_attempt_ok(p->batch, &a, f->payload, f->length);

@@ -103,6 +103,12 @@ struct worker_slot {
 	int memfree_killed;       /* killed for --memfree: its task is requeued */
 	uint64_t fork_ns;         /* how long its fork() took */
 	int said_goodbye;         /* its last frame (WIRE_STATS) arrived */
+	/* A result whose report's fsync was still running (WIRE_COMMITTING),
+	 * taken when WIRE_COMMITTED follows: held = 0 when none. */
+	int held;
+	struct attempt held_attempt;
+	unsigned char *held_record;
+	size_t held_len, held_cap;
 };
 
 struct pool {

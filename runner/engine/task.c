@@ -234,7 +234,15 @@ void task_init(struct cowrun_task *t, const struct cowrun_workload *w,
 	t->slot = 1;
 }
 
-int task_execute(struct cowrun_task *t, const void *state, size_t k)
+/* What a failed task leaves is removed: no report under its name. */
+static int task_failed(struct cowrun_task *t)
+{
+	if (t->workload->flags & COWRUN_WRITES_REPORTS)
+		task_remove_report(t->dirfd, task_name_of(t, t->state), (long)getpid());
+	return -1;
+}
+
+int task_run(struct cowrun_task *t, const void *state, size_t k)
 {
 	t->index = k;
 	t->state = state;
@@ -248,19 +256,32 @@ int task_execute(struct cowrun_task *t, const void *state, size_t k)
 			snprintf(t->error, sizeof t->error, "run() returned %d without saying why", rc);
 		abandon_command(t);
 		task_discard_report(t);
-		goto failed;
+		return task_failed(t);
 	}
 	if (finish_command(t) != 0) {
 		task_discard_report(t);
-		goto failed;
+		return task_failed(t);
 	}
-	if (t->report != NULL && task_commit_report(t) != 0)
-		goto failed;
 	return 0;
-failed:
-	if (t->workload->flags & COWRUN_WRITES_REPORTS)
-		task_remove_report(t->dirfd, task_name_of(t, state), (long)getpid());
-	return -1;
+}
+
+int task_commit(struct cowrun_task *t, int ahead)
+{
+	if (t->report == NULL)
+		return 0;
+	if ((ahead ? task_commit_report_ahead(t) : task_commit_report(t)) != 0)
+		return task_failed(t);
+	return 0;
+}
+
+int task_finish(struct cowrun_task *t)
+{
+	return task_finish_commit(t) == 0 ? 0 : task_failed(t);
+}
+
+int task_execute(struct cowrun_task *t, const void *state, size_t k)
+{
+	return task_run(t, state, k) == 0 && task_commit(t, 0) == 0 ? 0 : -1;
 }
 
 void task_free(struct cowrun_task *t)

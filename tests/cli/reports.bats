@@ -6,14 +6,14 @@
 load helpers
 
 # trace_run ARGS...: cowrun ARGS under the reaper, its file operations
-# (openat, fsync, rename or renameat) traced in every process and thread, one file
+# (openat, fsync, its Linux AIO form, rename or renameat) traced in every process and thread, one file
 # each: $BATS_TEST_TMPDIR/trace/t.PID.  (Under make check-asan, without
 # LeakSanitizer, which cannot work under ptrace.)
 trace_run() {
 	rm -rf "$BATS_TEST_TMPDIR/trace"
 	mkdir "$BATS_TEST_TMPDIR/trace"
 	run --separate-stderr env ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" \
-		"$REAPER" strace -ff -qq -e trace=openat,fsync,rename,renameat,renameat2 \
+		"$REAPER" strace -ff -qq -e trace=openat,fsync,io_submit,io_getevents,rename,renameat,renameat2 \
 		-o "$BATS_TEST_TMPDIR/trace/t" "$COWRUN" "$@"
 }
 
@@ -21,8 +21,9 @@ trace_run() {
 # directory, its last component not followed (O_DIRECTORY|O_NOFOLLOW);
 # each of the N reports was created relative to it under a hidden
 # temporary name as a new file (O_CREAT|O_EXCL|O_NOFOLLOW: never an
-# existing file or a link), fsync'd and renamed to its final name by the
-# same process or thread, in that order; no final name was ever opened for
+# existing file or a link), fsync'd (fsync, or io_submit's IOCB_CMD_FSYNC
+# and its completed event) and renamed to its final name by the same
+# process or thread, in that order; no final name was ever opened for
 # writing.  The run's manifest (.cowrun-manifest.*) is created the same way.
 check_report_trace() {
 	local outdir=$1 n=$2
@@ -48,20 +49,28 @@ check_report_trace() {
 			if ($0 !~ /O_EXCL/ || $0 !~ /O_NOFOLLOW/ || $0 ~ /O_TRUNC/)
 				fail("temporary report not created as a new file: " $0)
 			if ($0 ~ /openat\(AT_FDCWD/) fail("temporary report opened by name, not in the directory: " $0)
-			fd[FILENAME] = substr($0, RSTART + 2); temp[FILENAME] = p; synced[FILENAME] = 0
+			on_fd[FILENAME, substr($0, RSTART + 2)] = p; wrote[FILENAME, p] = 1
 		}
 	}
-	/fsync\(/ { split($0, a, /[()]/); if (FILENAME in fd && a[2] == fd[FILENAME]) synced[FILENAME] = 1 }
+	# fsync(fd), or the same through Linux AIO (a fork worker): io_submit
+	# of IOCB_CMD_FSYNC, done when io_getevents returns its event.
+	/^fsync\(/ { split($0, a, /[()]/); if ((FILENAME, a[2]) in on_fd) synced[FILENAME, on_fd[FILENAME, a[2]]] = 1 }
+	/^io_submit\(.*IOCB_CMD_FSYNC/ {
+		match($0, /aio_fildes=[0-9]+/)
+		if ((FILENAME, substr($0, RSTART + 11, RLENGTH - 11)) in on_fd)
+			in_flight[FILENAME] = on_fd[FILENAME, substr($0, RSTART + 11, RLENGTH - 11)]
+	}
+	/^io_getevents\(.*res=0,.*= 1$/ { if (FILENAME in in_flight) synced[FILENAME, in_flight[FILENAME]] = 1; delete in_flight[FILENAME] }
 	/rename(at2?)?\(/ {
 		split($0, q, "\""); from = q[2]; to = q[4]
 		if (index(from, ".cowrun-manifest.") == 1) {
 			if (!(from in manifest_temp)) fail("manifest renamed from a file it did not write: " $0)
 			next
 		}
-		if (!(FILENAME in temp) || from != temp[FILENAME]) fail("renamed from a file it did not write: " $0)
-		if (!synced[FILENAME]) fail("renamed before fsync: " $0)
+		if (!((FILENAME, from) in wrote)) fail("renamed from a file it did not write: " $0)
+		if (!((FILENAME, from) in synced)) fail("renamed before fsync: " $0)
 		if (index(to, "task-") != 1) fail("renamed elsewhere: " $0)
-		renamed++; delete temp[FILENAME]
+		renamed++; delete wrote[FILENAME, from]
 	}
 	END {
 		if (bad) exit 1
@@ -118,4 +127,37 @@ yesterday() {
 	[ ! -e "$d/task-000003" ]
 	[ "$(cat "$d"/task-00000[0145] | wc -c)" -eq 80 ]
 	[ -z "$(ls -A "$d" | grep '^\.' | grep -v '^\.cowrun-manifest\.')" ]
+}
+
+@test "a quick task's report is fsync'd in the background while the next runs, a slow one's at once; a worker that dies before renaming leaves it to the parent, which does not run the task again" {
+	command -v strace >/dev/null || skip "strace is not installed (make deps installs it)"
+	d=$BATS_TEST_TMPDIR
+	mkdir "$d/marks"
+	# Task 0 takes 150 ms: its report is fsync'd and renamed before task 1
+	# starts.  Task 1 is quick: its fsync goes on while task 2 runs, and
+	# it is renamed only after task 2's start.
+	trace_run -j 1 -o "$d/rep" selftest --tasks 3 --report-bytes 100 --slow 0:150 --mark-start "$d/marks"
+	[ "$status" -eq 0 ] || { echo "status $status: $stderr" >&2; return 1; }
+	check_report_trace "$d/rep" 3
+	# In the worker's trace: each task's start mark (m0), fsync or
+	# io_submit, each rename's final name (f0).
+	worker=$(grep -l '/task-000001\.[0-9]*"' "$d"/trace/t.* | head -1)
+	order=$(grep -oE '^(fsync|io_submit)|/task-00000[0-2]\.[0-9]+"|"task-00000[0-2]"' "$worker" |
+		sed -E 's|^/task-0*([0-9])\..*|m\1|; s|^"task-0*([0-9])"$|f\1|' | tr '\n' ' ')
+	[ "$order" = "m0 fsync f0 m1 io_submit m2 f1 io_submit f2 " ] ||
+		{ echo "order in the worker: $order" >&2; return 1; }
+	# Task 2 kills its worker while task 1's report waits for its rename:
+	# the parent renames it and keeps task 1's result; task 1 ran once.
+	rm -rf "$d/marks" && mkdir "$d/marks"
+	run --separate-stderr cowrun -j 1 --joblog "$d/log" -o "$d/out" selftest --tasks 4 --report-bytes 100 --crash 2:SIGKILL --mark-start "$d/marks"
+	[ "$status" -eq 1 ] || { echo "status $status: $stderr" >&2; return 1; }
+	assert_no_leftovers
+	[[ "$stderr" == *"task 2 "*"killed by SIGKILL"* ]]
+	[ "$(ls "$d/marks" | grep -c '^task-000001\.')" -eq 1 ]
+	for k in 0 1 3; do
+		[ "$(wc -c <"$d/out/task-00000$k")" -eq 100 ] || { echo "task $k: no report" >&2; return 1; }
+	done
+	[ ! -e "$d/out/task-000002" ]
+	[ -z "$(ls -A "$d/out" | grep '^\.' | grep -v '^\.cowrun-manifest\.')" ]
+	[ "$(awk -F'\t' 'NR > 1 && $7 == 0 && $8 == 0 { n++ } END { print n }' "$d/log")" -eq 3 ]
 }
