@@ -12,6 +12,7 @@
  */
 #define _GNU_SOURCE
 #include "pool_internal.h"
+#include "commits.h"
 #include "task.h"
 #include "os/command_run.h"
 #include "os/memavail.h"
@@ -114,7 +115,7 @@ static int pool_init(struct pool *p, struct batch *b, size_t workers,
 	/* Each task is requeued at most once per attempt. */
 	p->requeue_cap = batch_count(b) * ((size_t)b->retries + 1) + workers;
 	p->slots = calloc(workers, sizeof *p->slots);
-	p->pollfds = calloc(workers + 2, sizeof *p->pollfds);
+	p->pollfds = calloc(workers + 3, sizeof *p->pollfds);
 	p->poll_slot = calloc(workers + 1, sizeof *p->poll_slot);
 	p->retry_queued = calloc(b->ntasks + 1, 1);
 	p->held = calloc(b->ntasks + 1, sizeof *p->held);
@@ -136,15 +137,14 @@ static int pool_init(struct pool *p, struct batch *b, size_t workers,
 	for (size_t i = 0; i < workers; i++)
 		if (wire_reader_init(&p->slots[i].reader, PIPE_BUFFER_BYTES) != 0)
 			return -1;
-	return 0;
+	return commits_open(p);
 }
 
 static void pool_free(struct pool *p)
 {
-	for (size_t i = 0; p->slots && i < p->nworkers; i++) {
+	commits_close(p);
+	for (size_t i = 0; p->slots && i < p->nworkers; i++)
 		wire_reader_free(&p->slots[i].reader);
-		free(p->slots[i].held_record);
-	}
 	free(p->slots);
 	free(p->pollfds);
 	free(p->poll_slot);
@@ -239,7 +239,7 @@ static int spawn_worker(struct pool *p, size_t i)
 	s->state = SLOT_BUSY;
 	s->pid = pid;
 	s->fd = fds[0];
-	s->corrupt = s->has_timing = s->stopped_by_us = s->said_goodbye = s->held = 0;
+	s->corrupt = s->has_timing = s->stopped_by_us = s->said_goodbye = 0;
 	s->timed_out_task = NO_TASK;
 	s->kill_at_ns = 0;
 	s->fork_ns = took;
@@ -373,7 +373,7 @@ static int ms_until_retry(const struct pool *p)
 /* An attempt at task k failed in slot a->worker; queue a retry if it has
  * attempts left.  The slot is marked as one that failed the task, so a
  * worker there leaves the retry to another slot (worker.c). */
-static void attempt_failed(struct pool *p, const struct attempt *a, const char *why)
+void pool_attempt_failed(struct pool *p, const struct attempt *a, const char *why)
 {
 	p->retry_queued[a->task] = 0;
 	atomic_fetch_or(&failed_slots(p->shared_map)[a->task], slot_bit(a->worker));
@@ -444,40 +444,7 @@ static void settle_current_task(struct pool *p, size_t i, uint64_t k, int status
 		snprintf(why, sizeof why, "worker %ld %s%s", (long)s->pid,
 			 describe_wait_status(status, how, sizeof how),
 			 WIFEXITED(status) ? " before finishing the task" : "");
-	attempt_failed(p, &a, why);
-}
-
-/* Worker i died after sending a result whose report's fsync was running:
- * end that commit here and take the result; or, if the temporary file is
- * gone (renamed just before the death: nothing tells), run the task again
- * as one never reported. */
-static void commit_held(struct pool *p, size_t i)
-{
-	struct worker_slot *s = &p->slots[i];
-	struct batch *b = p->batch;
-	const struct attempt *a = &s->held_attempt;
-	char name[COWRUN_NAME_MAX], why[PATH_MAX + 64];
-
-	s->held = 0;
-	b->workload->task_name(b->state, a->task, name, sizeof name);
-	if (task_commit_left(batch_outdir_fd(b), name, a->pid) == 0) {
-		p->retry_queued[a->task] = 0;
-		batch_attempt_ok(b, a, s->held_record, s->held_len);
-		return;
-	}
-	int err = errno;
-	task_remove_report(batch_outdir_fd(b), name, a->pid);
-	if (err == ENOENT) {
-		if (!batch_stopping(b))
-			requeue_task(p, a->task);
-		return;
-	}
-	struct attempt failed = *a;
-	failed.exitval = 1;
-	failed.received = 0;
-	snprintf(why, sizeof why, "cannot write '%s%s%s': %s", batch_outdir_label(b) ?
-		 batch_outdir_label(b) : "", batch_outdir_label(b) ? "/" : "", name, strerror(err));
-	attempt_failed(p, &failed, why);
+	pool_attempt_failed(p, &a, why);
 }
 
 /* A worker has been reaped: settle its current task and its chunk. */
@@ -491,8 +458,6 @@ static void worker_ended(struct pool *p, size_t i, int status)
 
 	if (!clean || current != NO_TASK)
 		p->stats->worker_deaths++;
-	if (s->held)
-		commit_held(p, i);
 	if (current != NO_TASK) {
 		settle_current_task(p, i, current, status);
 	} else if (!clean && !s->stopped_by_us) {
@@ -658,8 +623,8 @@ static void reap_worker(struct pool *p, size_t i)
 
 /* ---- reading results ---- */
 
-/* The attempt a RESULT, COMMITTING or FAILED frame ends, from the TIMING
- * frame sent just before it (if timing is on). */
+/* The attempt a RESULT or FAILED frame ends, from the TIMING frame sent
+ * just before it (if timing is on). */
 static void reported_attempt(const struct pool *p, size_t i, const struct wire_frame *f,
 			     struct attempt *a)
 {
@@ -673,7 +638,7 @@ static void reported_attempt(const struct pool *p, size_t i, const struct wire_f
 		a->start_ns = s->timing.start_ns;
 		a->end_ns = s->timing.end_ns;
 	}
-	if (f->type == WIRE_RESULT || f->type == WIRE_COMMITTING)
+	if (f->type == WIRE_RESULT || f->type == WIRE_RESULT_TO_COMMIT)
 		a->received = f->length;
 	else
 		a->exitval = 1;
@@ -700,35 +665,6 @@ static int keep_stats(struct pool *p, size_t i, const struct wire_frame *f)
 	return 0;
 }
 
-/* A WIRE_COMMITTING frame: its result kept (one at a time) until the
- * report is in place.  Returns 0, 1 if the stream is corrupt, or -1 when
- * there is no memory for it. */
-static int hold_result(struct pool *p, size_t i, const struct wire_frame *f)
-{
-	struct worker_slot *s = &p->slots[i];
-
-	if (s->held)
-		return 1;
-	if (f->length > s->held_cap) {
-		unsigned char *more = realloc(s->held_record, f->length);
-		if (more == NULL) {
-			warnx_("worker %ld: no memory for a result of %llu bytes", (long)s->pid,
-			       (unsigned long long)f->length);
-			return -1;
-		}
-		s->held_record = more;
-		s->held_cap = f->length;
-	}
-	if (f->length > 0)
-		memcpy(s->held_record, f->payload, f->length);
-	s->held_len = f->length;
-	p->deaths_since_progress = 0;
-	reported_attempt(p, i, f, &s->held_attempt);
-	s->has_timing = 0;
-	s->held = 1;
-	return 0;
-}
-
 /* Hand one frame to the batch.  Returns 0, 1 if the stream is corrupt, or
  * -1 on a fatal error. */
 static int take_frame(struct pool *p, size_t i, const struct wire_frame *f)
@@ -746,34 +682,20 @@ static int take_frame(struct pool *p, size_t i, const struct wire_frame *f)
 		s->has_timing = 1;
 		return 0;
 	}
-	if (f->type == WIRE_COMMITTING)
-		return hold_result(p, i, f);
-	if (f->type == WIRE_COMMITTED) {
-		if (!s->held || s->held_attempt.task != f->task)
-			return 1;
-		s->held = 0;
-		p->retry_queued[f->task] = 0;
-		return batch_attempt_ok(p->batch, &s->held_attempt, s->held_record, s->held_len);
-	}
-	if (f->type != WIRE_RESULT && f->type != WIRE_FAILED)
+	if (f->type != WIRE_RESULT && f->type != WIRE_FAILED && f->type != WIRE_RESULT_TO_COMMIT)
 		return 1;
 	p->deaths_since_progress = 0;
-	if (f->type == WIRE_FAILED && s->held && s->held_attempt.task == f->task) {
-		a = s->held_attempt;   /* its report could not be put in place */
-		a.exitval = 1;
-		a.received = 0;
-		s->held = 0;
-	} else {
-		reported_attempt(p, i, f, &a);
-		s->has_timing = 0;
-	}
+	reported_attempt(p, i, f, &a);
+	s->has_timing = 0;
+	if (f->type == WIRE_RESULT_TO_COMMIT)
+		return p->parent_commits ? commits_take(p, f, &a) : 1;
 	if (f->type == WIRE_RESULT) {
 		p->retry_queued[a.task] = 0;
 		return batch_attempt_ok(p->batch, &a, f->payload, f->length);
 	}
 	snprintf(why, sizeof why, "%.*s", (int)(f->length < 512 ? f->length : 512),
 		 (const char *)f->payload);
-	attempt_failed(p, &a, why);
+	pool_attempt_failed(p, &a, why);
 	return 0;
 }
 
@@ -962,12 +884,16 @@ static int wait_for_output(struct pool *p)
 	p->pollfds[n] = (struct pollfd){ .fd = signals_fd(), .events = POLLIN };
 	/* A served batch's client: gone (or talking) means cancelled. */
 	p->pollfds[n + 1] = (struct pollfd){ .fd = signals_watched_fd(), .events = POLLIN };
-	if (poll(p->pollfds, n + 2, timeout) < 0)
+	/* A report's fsync has ended (commits.h). */
+	p->pollfds[n + 2] = (struct pollfd){ .fd = commits_poll_fd(p), .events = POLLIN };
+	if (poll(p->pollfds, n + 3, timeout) < 0)
 		return errno == EINTR ? 0 : -1;
 	if (p->pollfds[n].revents)
 		signals_drain();
 	if (p->pollfds[n + 1].revents)
 		signals_watched_gone();
+	if (p->pollfds[n + 2].revents && commits_finish(p, 0) != 0)
+		return -1;
 	for (size_t j = 0; j < n; j++)
 		if (p->pollfds[j].revents && service_worker(p, p->poll_slot[j]) != 0)
 			return -1;
@@ -1025,6 +951,12 @@ static int run_loop(struct pool *p)
 		release_due_retries(p);
 		if (top_up(p) != 0)
 			return -1;
+		if (p->live == 0 && commits_in_flight(p) > 0) {
+			/* Their tasks are not unresolved: their reports are on their way. */
+			if (commits_finish(p, 1) != 0)
+				return -1;
+			continue;
+		}
 		if (p->live == 0) {
 			if (batch_stopping(b))
 				return 0; /* the rest was never started */

@@ -87,6 +87,9 @@ enum slot_state { SLOT_FREE, SLOT_BUSY, SLOT_DONE };
 /* A task's retry: queued (or running), or held by the parent until its
  * --retry-delay has passed. */
 enum { RETRY_QUEUED = 1, RETRY_HELD = 2 };
+/* ... or its result came and its report is being committed (commits.h):
+ * not to be run again if its worker dies. */
+enum { COMMIT_IN_FLIGHT = 3 };
 
 /* The parent's view of one worker. */
 struct worker_slot {
@@ -103,12 +106,6 @@ struct worker_slot {
 	int memfree_killed;       /* killed for --memfree: its task is requeued */
 	uint64_t fork_ns;         /* how long its fork() took */
 	int said_goodbye;         /* its last frame (WIRE_STATS) arrived */
-	/* A result whose report's fsync was still running (WIRE_COMMITTING),
-	 * taken when WIRE_COMMITTED follows: held = 0 when none. */
-	int held;
-	struct attempt held_attempt;
-	unsigned char *held_record;
-	size_t held_len, held_cap;
 };
 
 struct pool {
@@ -125,7 +122,10 @@ struct pool {
 	struct shared_slot *shared_slots;
 	_Atomic uint64_t *requeue; /* task indices, in the shared map */
 	size_t requeue_cap;
-	unsigned char *retry_queued; /* per task: RETRY_QUEUED, RETRY_HELD or 0 */
+	unsigned char *retry_queued; /* per task: RETRY_QUEUED, RETRY_HELD,
+				      * COMMIT_IN_FLIGHT or 0 */
+	int parent_commits;        /* workers hand their reports over (commits.h) */
+	struct commits *commits;   /* the reports being committed */
 	struct held_retry {       /* retries waiting out --retry-delay */
 		size_t task;
 		uint64_t due_ns;

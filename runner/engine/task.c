@@ -265,18 +265,14 @@ int task_run(struct cowrun_task *t, const void *state, size_t k)
 	return 0;
 }
 
-int task_commit(struct cowrun_task *t, int ahead)
+int task_commit(struct cowrun_task *t, int hand_over)
 {
+	t->handed_over = 0;
 	if (t->report == NULL)
 		return 0;
-	if ((ahead ? task_commit_report_ahead(t) : task_commit_report(t)) != 0)
+	if ((hand_over ? task_hand_over_report(t) : task_commit_report(t)) != 0)
 		return task_failed(t);
 	return 0;
-}
-
-int task_finish(struct cowrun_task *t)
-{
-	return task_finish_commit(t) == 0 ? 0 : task_failed(t);
 }
 
 int task_execute(struct cowrun_task *t, const void *state, size_t k)

@@ -29,15 +29,14 @@ void task_init(struct cowrun_task *t, const struct cowrun_workload *w,
  */
 int task_execute(struct cowrun_task *t, const void *state, size_t k);
 
-/* task_execute() in two steps, for a fork worker that runs its next task
- * while a report's fsync goes on (worker.c): task_run() calls run() and
- * ends its command, leaving the report open; task_commit() commits it,
- * with `ahead` its fsync left running (task_commit_report_ahead()); then
- * task_finish() ends that commit.  Each returns 0, or -1 with t->error
- * and nothing of the task's left in the output directory. */
+/* task_execute() in two steps, for a fork worker whose parent commits
+ * its reports (engine/commits.c): task_run() calls run() and ends its
+ * command, leaving the report open; task_commit() commits it, or with
+ * `hand_over` closes it for the parent (task_hand_over_report()).  Each
+ * returns 0, or -1 with t->error and nothing of the task's left in the
+ * output directory. */
 int task_run(struct cowrun_task *t, const void *state, size_t k);
-int task_commit(struct cowrun_task *t, int ahead);
-int task_finish(struct cowrun_task *t);
+int task_commit(struct cowrun_task *t, int hand_over);
 
 void task_free(struct cowrun_task *t);
 

@@ -7,7 +7,6 @@
 #define _GNU_SOURCE
 #include "taskreport.h"
 #include "os/fileops.h"
-#include "os/fsyncahead.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -301,67 +300,23 @@ int task_commit_report(struct cowrun_task *t)
 	return 0;
 }
 
-/* A kept report's commit with its fsync left running (fsyncahead.h): the
- * stream flushed and closed now, the rename in task_finish_commit(). */
-static int commit_report_ahead(struct cowrun_task *t)
-{
-	FILE *f = t->report;
-
-	if (fflush(f) != 0 || ferror(f) || fsync_ahead_start(fileno(f)) != 1)
-		return task_commit_report(t);   /* at once, with its own errors */
-	t->report = NULL;
-	t->commit_ahead = 1;
-	if (fclose(f) != 0) {
-		int err = errno;
-		t->commit_ahead = 0;
-		fsync_ahead_wait();
-		unlinkat(t->dirfd, t->temp_path, 0);
-		report_error(t, "cannot write '%s%s%s': %s", in_dir(t), t->final_path,
-			     strerror(err));
-		return -1;
-	}
-	return 0;
-}
-
-int task_commit_report_ahead(struct cowrun_task *t)
+int task_hand_over_report(struct cowrun_task *t)
 {
 	if (t->route && (t->route->filter || t->route->sink))
 		return task_commit_report(t);   /* the commands end it */
-	return commit_report_ahead(t);
-}
+	FILE *f = t->report;
+	int err = fflush(f) != 0 || ferror(f) ? (errno ? errno : EIO) : 0;
 
-int task_finish_commit(struct cowrun_task *t)
-{
-	if (!t->commit_ahead)
-		return 0;
-	t->commit_ahead = 0;
-	if (fsync_ahead_wait() != 0) {
-		int err = errno;
-		unlinkat(t->dirfd, t->temp_path, 0);
-		errno = err;
-	} else if (commit_rename_at(t->dirfd, t->temp_path, t->final_path) == 0) {
+	t->report = NULL;
+	if (fclose(f) != 0 && err == 0)
+		err = errno;
+	if (err == 0) {
+		t->handed_over = 1;
 		return 0;
 	}
-	report_error(t, "cannot write '%s%s%s': %s", in_dir(t), t->final_path, strerror(errno));
+	unlinkat(t->dirfd, t->temp_path, 0);
+	report_error(t, "cannot write '%s%s%s': %s", in_dir(t), t->final_path, strerror(err));
 	return -1;
-}
-
-int task_commit_left(int dirfd, const char *name, long pid)
-{
-	char temp[PATH_MAX], final[PATH_MAX];
-	struct stat st;
-
-	task_report_paths(temp, final, sizeof temp, name, pid);
-	int fd = openat(dirfd, temp, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	int err = fstat(fd, &st) != 0 ? errno : S_ISREG(st.st_mode) ? 0 : EINVAL;
-	if (err != 0) {
-		close(fd);
-		errno = err;
-		return -1;
-	}
-	return commit_fd_at(dirfd, fd, temp, final, COMMIT_FSYNC);
 }
 
 /* The temporary report names' unpredictable part, one per batch. */

@@ -34,7 +34,7 @@ struct cowrun_task {
 	size_t record_len, record_cap;
 	char error[512];           /* why it failed, when it did */
 	const struct report_route *route; /* the batch's; NULL: kept as written */
-	int commit_ahead;          /* its report's fsync in flight, its rename to come */
+	int handed_over;           /* its report left closed for the parent to commit */
 };
 
 /*
@@ -102,23 +102,12 @@ const char *task_name_of(struct cowrun_task *t, const void *state);
  * temporary files are removed. */
 int task_commit_report(struct cowrun_task *t);
 
-/* task_commit_report(), with the fsync of a report kept as a file left
- * running (fsyncahead.h) where it can be: then t->commit_ahead is set, the
- * file is closed and still under its temporary name, and only
- * task_finish_commit() renames it, so nothing else may start an fsync
- * ahead before that.  Returns 0, or -1 with t->error (nothing left). */
-int task_commit_report_ahead(struct cowrun_task *t);
-
-/* Wait for the fsync task_commit_report_ahead() started, then rename the
- * report into place.  Returns 0 (also when none was started), or -1 with
- * t->error and the temporary file removed. */
-int task_finish_commit(struct cowrun_task *t);
-
-/* The report of task `name` that process `pid` (dead now) left under its
- * temporary name after task_commit_report_ahead(): fsync'd and renamed
- * into place by this process.  Returns 0, or -1 with errno (ENOENT: no
- * such file); a temporary file that fails is removed. */
-int task_commit_left(int dirfd, const char *name, long pid);
+/* task_commit_report() for a fork worker whose parent commits its reports
+ * (engine/commits.c): a report kept as a file is flushed and closed under
+ * its temporary name, t->handed_over set, and left for the parent to
+ * fsync and rename; a routed report is committed here as always.
+ * Returns 0, or -1 with t->error (the temporary file removed). */
+int task_hand_over_report(struct cowrun_task *t);
 
 /* Close and remove a report the task left unfinished (if any). */
 void task_discard_report(struct cowrun_task *t);

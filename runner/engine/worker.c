@@ -9,9 +9,9 @@
  * task never holds others hostage.  It publishes what it claimed and what it
  * runs, so the parent can settle its tasks if it dies.  Results go back as
  * wire frames, buffered and flushed before every claim: whatever it has not
- * flushed lies in its current chunk.  A quick task's report is fsync'd in
- * the background while the next task runs (its result held by the parent
- * until the report is in place).  It leaves with _exit().
+ * flushed lies in its current chunk.  A report kept as a file is closed
+ * under its temporary name and left to the parent to fsync and rename
+ * (commits.h), so no worker waits for the disk.  It leaves with _exit().
  */
 #define _GNU_SOURCE
 #include "pool_internal.h"
@@ -31,9 +31,6 @@
 #define PIPE_BUFFER_BYTES (64 * 1024)
 #define CHUNK_TARGET_NS 200000u  /* a chunk of quick tasks lasts about this */
 #define CHUNK_MAX 4096
-/* A task's report is committed in the background (run_and_send()) only
- * if its run() took less than this. */
-#define COMMIT_AHEAD_MAX_NS 100000000u
 
 /* What a worker claimed: one requeued task, or `count` positions. */
 struct claim {
@@ -199,85 +196,33 @@ static int claim(struct pool *p, size_t slot, uint64_t want, struct claim *c)
 	return 1;
 }
 
-/* A task that ran: its context, its clock, whether it succeeded. */
-struct ran {
-	struct cowrun_task *task;
-	uint64_t k, start, end;
-	int ok;
-};
-
-/* A worker's two task contexts: the one running, and the one whose
- * report's fsync is still in flight (pending.task, NULL when none). */
-struct worker_tasks {
-	struct cowrun_task context[2];
-	struct ran pending;
-};
-
-/* Queue a task's frames (timing first, for the parent's joblog line): its
- * result, as WIRE_COMMITTING while its report's fsync runs.  Returns 0,
- * or -1 if the pipe failed. */
-static int put_frames(struct pool *p, size_t slot, struct wire_writer *out,
-		      const struct ran *r)
-{
-	const struct cowrun_task *task = r->task;
-	int rc = 0;
-
-	if (p->send_timing) {
-		struct wire_timing t = { r->start, r->end, (uint32_t)slot, r->ok };
-		rc = wire_put(out, WIRE_TIMING, r->k, &t, sizeof t);
-	}
-	if (rc == 0 && r->ok)
-		rc = wire_put(out, task->commit_ahead ? WIRE_COMMITTING : WIRE_RESULT, r->k,
-			      task->record, task->record_len);
-	else if (rc == 0)
-		rc = wire_put(out, WIRE_FAILED, r->k, task->error, strlen(task->error));
-	return rc;
-}
-
-/* End the pending task's commit: WIRE_COMMITTED once its report is in
- * place, else WIRE_FAILED.  (Its result went before: if this worker dies
- * first, the parent ends the commit itself.)  Returns 0, or -1 if the
- * pipe failed. */
-static int settle_pending(struct worker_tasks *w, struct wire_writer *out)
-{
-	struct cowrun_task *task = w->pending.task;
-
-	if (task == NULL)
-		return 0;
-	w->pending.task = NULL;
-	if (task_finish(task) == 0)
-		return wire_put(out, WIRE_COMMITTED, w->pending.k, NULL, 0);
-	return wire_put(out, WIRE_FAILED, w->pending.k, task->error, strlen(task->error));
-}
-
-/* Run task k and queue its frames.  A quick task's report kept as a file
- * is committed with its fsync left running (fsyncahead.h) and the task
- * left pending until the next task's run() has returned, so the disk's
- * wait overlaps that work: the next is likely as quick, so the report
- * appears moments later.  A slower task's report is committed at once (its
- * fsync is a small part of it), so that it is not held back by a task
- * that may run for hours.  Returns 1 if it succeeded (so far), 0 if it
- * failed, -1 if the pipe did. */
-static int run_and_send(struct pool *p, size_t slot, struct worker_tasks *w,
+/* Run task k and queue its frames (timing first, for the parent's joblog
+ * line).  Returns 1 if it succeeded, 0 if it failed, -1 if the pipe did. */
+static int run_and_send(struct pool *p, size_t slot, struct cowrun_task *task,
 			struct wire_writer *out, uint64_t k)
 {
 	struct shared_slot *me = &p->shared_slots[slot];
-	struct ran r = { &w->context[w->pending.task == &w->context[0]], k, now_ns(), 0, 0 };
+	uint64_t start = now_ns();
+	int rc = 0;
 
-	atomic_store_explicit(&me->current_start, r.start, memory_order_relaxed);
+	atomic_store_explicit(&me->current_start, start, memory_order_relaxed);
 	atomic_store_explicit(&me->current, k, memory_order_release);
-	r.ok = task_run(r.task, p->batch->state, (size_t)k) == 0;
+	/* A report kept as a file is closed here and committed by the parent
+	 * (commits.h): the worker goes on without waiting for the disk. */
+	int ok = task_run(task, p->batch->state, (size_t)k) == 0 &&
+		 task_commit(task, p->parent_commits) == 0;
 	fflush(stdout); /* run()'s prints, to stderr (taskout.h), before any _exit */
-	r.end = now_ns();
-	/* The previous task's fsync has had this task's run() to end in. */
-	int rc = settle_pending(w, out);
-	r.ok = r.ok && task_commit(r.task, r.end - r.start < COMMIT_AHEAD_MAX_NS) == 0;
-	if (rc == 0)
-		rc = put_frames(p, slot, out, &r);
-	if (r.ok && r.task->commit_ahead)
-		w->pending = r;
+	if (p->send_timing) {
+		struct wire_timing t = { start, now_ns(), (uint32_t)slot, ok };
+		rc = wire_put(out, WIRE_TIMING, k, &t, sizeof t);
+	}
+	if (rc == 0 && ok)
+		rc = wire_put(out, task->handed_over ? WIRE_RESULT_TO_COMMIT : WIRE_RESULT, k,
+			      task->record, task->record_len);
+	else if (rc == 0)
+		rc = wire_put(out, WIRE_FAILED, k, task->error, strlen(task->error));
 	atomic_store_explicit(&me->current, NO_TASK, memory_order_release);
-	return rc != 0 ? -1 : r.ok;
+	return rc != 0 ? -1 : ok;
 }
 
 /* The worker's last frame: what it cost. */
@@ -310,7 +255,7 @@ void worker_main(struct pool *p, size_t slot, int fd)
 	uint64_t start_delay = now_ns() - p->fork_started_ns;
 	struct shared_slot *me = &p->shared_slots[slot];
 	struct wire_writer out;
-	struct worker_tasks w = { .pending.task = NULL };
+	struct cowrun_task task;
 	struct claim c;
 	uint64_t last_size = 0, last_ns = 0, tasks = 0;
 
@@ -320,11 +265,9 @@ void worker_main(struct pool *p, size_t slot, int fd)
 		setup_arena_catch_frozen_writes(me->fault, sizeof me->fault, WORKER_EXIT_FROZEN, NULL);
 	if (wire_writer_init(&out, fd, PIPE_BUFFER_BYTES) != 0)
 		_exit(WORKER_EXIT_NOMEM);
-	for (int i = 0; i < 2; i++) {
-		task_init(&w.context[i], p->batch->workload, batch_outdir_label(p->batch),
-			  batch_outdir_fd(p->batch), &p->batch->route);
-		w.context[i].slot = slot + 1;   /* {%}: a replacement takes its predecessor's */
-	}
+	task_init(&task, p->batch->workload, batch_outdir_label(p->batch),
+		  batch_outdir_fd(p->batch), &p->batch->route);
+	task.slot = slot + 1;   /* {%}: a replacement takes its predecessor's */
 	task_set_tasks_per_worker(p->tasks_per_worker);
 	for (;;) {
 		/* Flush before claiming: unsent results stay in one chunk. */
@@ -340,7 +283,7 @@ void worker_main(struct pool *p, size_t slot, int fd)
 			if (atomic_load_explicit(&p->shared->stop, memory_order_relaxed))
 				break; /* the rest of the chunk was never started */
 			uint64_t k = c.requeued ? c.first : batch_task(p->batch, c.first + i);
-			int ok = run_and_send(p, slot, &w, &out, k);
+			int ok = run_and_send(p, slot, &task, &out, k);
 			if (ok < 0)
 				_exit(WORKER_EXIT_PIPE);
 			tasks++;
@@ -352,8 +295,6 @@ void worker_main(struct pool *p, size_t slot, int fd)
 		last_ns = now_ns() - start;
 	}
 leave:
-	if (settle_pending(&w, &out) != 0)
-		_exit(WORKER_EXIT_PIPE);
 	if (send_stats(&out, start_delay, tasks, p->measure_memory) != 0 || wire_flush(&out) != 0)
 		_exit(WORKER_EXIT_PIPE);
 	/* The parent woken by that last frame often waits on this CPU: let

@@ -12,7 +12,7 @@
  *                   WIRE_END (last frame of a saved-results file; task =
  *                   number of task frames before it; no payload), or
  *                   WIRE_STATS (a worker's last frame: struct worker_stats),
- *                   WIRE_COMMITTING, WIRE_COMMITTED (below)
+ *                   WIRE_RESULT_TO_COMMIT (below)
  *   uint32 magic    WIRE_MAGIC, to catch a desynchronised stream early
  *   uint64 task     task index
  *   uint64 length   payload bytes
@@ -42,12 +42,11 @@ enum wire_type {
 	WIRE_END = 5,
 	WIRE_STATS = 6,
 	WIRE_CONTEXT = 7,  /* saved results: the workload's merge context */
-	/* On a worker's pipe only: a task's result whose report's fsync is
-	 * still running (payload: the record), then, once the report is in
-	 * place, WIRE_COMMITTED (no payload) or WIRE_FAILED. */
-	WIRE_COMMITTING = 8,
-	WIRE_COMMITTED = 9,
-	WIRE_TYPE_MAX = WIRE_COMMITTED,
+	/* On a worker's pipe only: a task's result (payload: the record)
+	 * whose report the worker closed under its temporary name, for the
+	 * parent to fsync and rename (engine/commits.c). */
+	WIRE_RESULT_TO_COMMIT = 8,
+	WIRE_TYPE_MAX = WIRE_RESULT_TO_COMMIT,
 };
 
 /* When and where a task ran (CLOCK_MONOTONIC, which every process on the

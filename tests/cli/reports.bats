@@ -21,13 +21,17 @@ trace_run() {
 # directory, its last component not followed (O_DIRECTORY|O_NOFOLLOW);
 # each of the N reports was created relative to it under a hidden
 # temporary name as a new file (O_CREAT|O_EXCL|O_NOFOLLOW: never an
-# existing file or a link), fsync'd (fsync, or io_submit's IOCB_CMD_FSYNC
-# and its completed event) and renamed to its final name by the same
-# process or thread, in that order; no final name was ever opened for
-# writing.  The run's manifest (.cowrun-manifest.*) is created the same way.
+# existing file or a link), then fsync'd and renamed to its final name, in
+# that order, by one process or thread: the one that wrote it, or (fork
+# mode) the pool's parent, which opened it read-only, never following a
+# link, and fsync'd it through Linux AIO (io_submit's IOCB_CMD_FSYNC, done
+# when io_getevents returns its event with res=0); no final name was ever
+# opened for writing.  The run's manifest (.cowrun-manifest.*) is created
+# the same way.  Sets $renamers: the trace files of the processes that
+# renamed reports.
 check_report_trace() {
 	local outdir=$1 n=$2
-	awk -v dir="$outdir" -v n="$n" '
+	renamers=$(awk -v dir="$outdir" -v n="$n" '
 	function fail(msg) { print "report trace: " msg > "/dev/stderr"; bad = 1; exit 1 }
 	# The file name in a traced call: the first quoted string.
 	function path(line) { split(line, q, "\""); return q[2] }
@@ -49,35 +53,49 @@ check_report_trace() {
 			if ($0 !~ /O_EXCL/ || $0 !~ /O_NOFOLLOW/ || $0 ~ /O_TRUNC/)
 				fail("temporary report not created as a new file: " $0)
 			if ($0 ~ /openat\(AT_FDCWD/) fail("temporary report opened by name, not in the directory: " $0)
-			on_fd[FILENAME, substr($0, RSTART + 2)] = p; wrote[FILENAME, p] = 1
+			on_fd[FILENAME, substr($0, RSTART + 2)] = p; wrote[p] = 1
 		}
 	}
-	# fsync(fd), or the same through Linux AIO (a fork worker): io_submit
-	# of IOCB_CMD_FSYNC, done when io_getevents returns its event.
+	# A temporary report opened to be fsync'"'"'d by another process.
+	/openat\(/ && /O_RDONLY/ && index(path($0), ".task-") == 1 && match($0, /= [0-9]+$/) {
+		if ($0 !~ /O_NOFOLLOW/) fail("temporary report opened following a link: " $0)
+		if ($0 ~ /openat\(AT_FDCWD/) fail("temporary report opened by name, not in the directory: " $0)
+		on_fd[FILENAME, substr($0, RSTART + 2)] = path($0)
+	}
 	/^fsync\(/ { split($0, a, /[()]/); if ((FILENAME, a[2]) in on_fd) synced[FILENAME, on_fd[FILENAME, a[2]]] = 1 }
 	/^io_submit\(.*IOCB_CMD_FSYNC/ {
-		match($0, /aio_fildes=[0-9]+/)
-		if ((FILENAME, substr($0, RSTART + 11, RLENGTH - 11)) in on_fd)
-			in_flight[FILENAME] = on_fd[FILENAME, substr($0, RSTART + 11, RLENGTH - 11)]
+		match($0, /aio_data=[0-9a-fx]+/); tag = substr($0, RSTART + 9, RLENGTH - 9)
+		match($0, /aio_fildes=[0-9]+/); fd = substr($0, RSTART + 11, RLENGTH - 11)
+		if ((FILENAME, fd) in on_fd) in_flight[FILENAME, tag] = on_fd[FILENAME, fd]
 	}
-	/^io_getevents\(.*res=0,.*= 1$/ { if (FILENAME in in_flight) synced[FILENAME, in_flight[FILENAME]] = 1; delete in_flight[FILENAME] }
+	/^io_getevents\(/ {
+		line = $0
+		while (match(line, /data=[0-9a-fx]+, obj=[0-9a-fx]+, res=-?[0-9]+/)) {
+			ev = substr(line, RSTART, RLENGTH); line = substr(line, RSTART + RLENGTH)
+			split(ev, f, /[=,]/); tag = f[2]; res = f[6]
+			if ((FILENAME, tag) in in_flight && res == 0) synced[FILENAME, in_flight[FILENAME, tag]] = 1
+			delete in_flight[FILENAME, tag]
+		}
+	}
 	/rename(at2?)?\(/ {
 		split($0, q, "\""); from = q[2]; to = q[4]
 		if (index(from, ".cowrun-manifest.") == 1) {
 			if (!(from in manifest_temp)) fail("manifest renamed from a file it did not write: " $0)
 			next
 		}
-		if (!((FILENAME, from) in wrote)) fail("renamed from a file it did not write: " $0)
 		if (!((FILENAME, from) in synced)) fail("renamed before fsync: " $0)
 		if (index(to, "task-") != 1) fail("renamed elsewhere: " $0)
-		renamed++; delete wrote[FILENAME, from]
+		renamed++; renamed_from[from] = 1; by[FILENAME] = 1
+		delete synced[FILENAME, from]
 	}
 	END {
 		if (bad) exit 1
+		for (t in renamed_from) if (!(t in wrote)) { print "report trace: renamed from a file nobody wrote: " t > "/dev/stderr"; exit 1 }
 		if (diropen != 1) { print "report trace: output directory opened " diropen + 0 " times, expected once" > "/dev/stderr"; exit 1 }
 		if (renamed != n) { print "report trace: " renamed + 0 " renames, expected " n > "/dev/stderr"; exit 1 }
+		for (file in by) print file
 	}
-	' "$BATS_TEST_TMPDIR"/trace/t.*
+	' "$BATS_TEST_TMPDIR"/trace/t.*)
 }
 
 @test "a report is written under a hidden temporary name, fsync'd, then renamed: fork, serial, omp" {
@@ -129,26 +147,25 @@ yesterday() {
 	[ -z "$(ls -A "$d" | grep '^\.' | grep -v '^\.cowrun-manifest\.')" ]
 }
 
-@test "a quick task's report is fsync'd in the background while the next runs, a slow one's at once; a worker that dies before renaming leaves it to the parent, which does not run the task again" {
+@test "fork mode: a worker hands its report over and goes on; the parent fsyncs it in the background, renames it, and then counts its result; a worker killed after handing one over loses nothing" {
 	command -v strace >/dev/null || skip "strace is not installed (make deps installs it)"
 	d=$BATS_TEST_TMPDIR
-	mkdir "$d/marks"
-	# Task 0 takes 150 ms: its report is fsync'd and renamed before task 1
-	# starts.  Task 1 is quick: its fsync goes on while task 2 runs, and
-	# it is renamed only after task 2's start.
-	trace_run -j 1 -o "$d/rep" selftest --tasks 3 --report-bytes 100 --slow 0:150 --mark-start "$d/marks"
+	trace_run -j 2 -o "$d/rep" selftest --tasks 6 --report-bytes 100
 	[ "$status" -eq 0 ] || { echo "status $status: $stderr" >&2; return 1; }
-	check_report_trace "$d/rep" 3
-	# In the worker's trace: each task's start mark (m0), fsync or
-	# io_submit, each rename's final name (f0).
-	worker=$(grep -l '/task-000001\.[0-9]*"' "$d"/trace/t.* | head -1)
-	order=$(grep -oE '^(fsync|io_submit)|/task-00000[0-2]\.[0-9]+"|"task-00000[0-2]"' "$worker" |
-		sed -E 's|^/task-0*([0-9])\..*|m\1|; s|^"task-0*([0-9])"$|f\1|' | tr '\n' ' ')
-	[ "$order" = "m0 fsync f0 m1 io_submit m2 f1 io_submit f2 " ] ||
-		{ echo "order in the worker: $order" >&2; return 1; }
-	# Task 2 kills its worker while task 1's report waits for its rename:
-	# the parent renames it and keeps task 1's result; task 1 ran once.
-	rm -rf "$d/marks" && mkdir "$d/marks"
+	check_report_trace "$d/rep" 6
+	# One process renamed them all, through AIO, and wrote none of them:
+	# the parent.  The workers wrote them and neither synced nor renamed.
+	[ "$(printf '%s\n' "$renamers" | wc -l)" -eq 1 ]
+	grep -q 'IOCB_CMD_FSYNC' "$renamers"
+	! grep -q '"\.task-[^"]*", O_RDWR|O_CREAT' "$renamers"
+	writers=$(grep -l '"\.task-[^"]*", O_RDWR|O_CREAT' "$d"/trace/t.*)
+	[ "$(printf '%s\n' "$writers" | wc -l)" -ge 1 ]
+	for w in $writers; do
+		! grep -qE '^(fsync|io_submit|renameat?2?)\(.*task-' "$w" || { echo "a worker committed: $w" >&2; return 1; }
+	done
+	# Task 2 kills its worker, whose task 1 was handed over just before:
+	# its report is in place and its result counted; task 1 ran once.
+	mkdir "$d/marks"
 	run --separate-stderr cowrun -j 1 --joblog "$d/log" -o "$d/out" selftest --tasks 4 --report-bytes 100 --crash 2:SIGKILL --mark-start "$d/marks"
 	[ "$status" -eq 1 ] || { echo "status $status: $stderr" >&2; return 1; }
 	assert_no_leftovers
