@@ -47,6 +47,7 @@ struct brief {
 	uint64_t shared_size, slots_off, requeue_off;
 	uint64_t handed_ns;
 	uint64_t tasks_per_worker;  /* --tasks-per-worker */
+	int parent_commits;         /* hand reports over to the parent (commits.h) */
 	uint64_t seed;                  /* the batch's run seed (--seed) */
 	int32_t send_timing, catch_frozen_writes, measure_memory, has_outdir, has_label;
 	uint32_t uid, gid, ngroups;
@@ -124,6 +125,7 @@ static int rebuild(const struct brief *br, const int *fds, struct pool *p, struc
 	p->measure_memory = br->measure_memory;
 	p->fork_started_ns = br->handed_ns;
 	p->tasks_per_worker = br->tasks_per_worker;
+	p->parent_commits = br->parent_commits;
 	return 0;
 }
 
@@ -251,6 +253,7 @@ static void fill_brief(struct brief *br, const struct pool *p, size_t i)
 	br->requeue_off = (uint64_t)((char *)p->requeue - (char *)p->shared_map);
 	br->send_timing = p->send_timing;
 	br->tasks_per_worker = p->tasks_per_worker;
+	br->parent_commits = p->parent_commits;
 	br->catch_frozen_writes = p->catch_frozen_writes;
 	br->measure_memory = p->measure_memory;
 	br->has_outdir = batch_outdir_fd(b) >= 0;
