@@ -19,86 +19,83 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define COMMITS_MAX 256   /* in flight at once; past it, one waits */
+#define COMMITS_MAX 256   /* in flight at once; past that, one is waited for */
 
 struct held_commit {
-	int fd;                  /* the temporary report, open; -1: free entry */
+	int fd;                  /* the temporary report, open; -1: a free entry */
 	struct attempt attempt;  /* its task, worker, pid, times */
 	unsigned char *record;
 	size_t len;
 };
 
 struct commits {
+	struct batch *batch;
+	commit_done_fn *done;
+	void *ctx;
 	struct fsync_ahead aio;
-	struct held_commit held[COMMITS_MAX];
 	size_t in_flight;
+	struct held_commit held[COMMITS_MAX];
 };
 
-int commits_open(struct pool *p)
+struct commits *commits_open(struct batch *b, commit_done_fn *done, void *ctx)
 {
 	struct commits *c = calloc(1, sizeof *c);
 
-	p->parent_commits = 0;
-	p->commits = NULL;
 	if (c == NULL)
-		return 0;
+		return NULL;
 	if (fsync_ahead_open(&c->aio, COMMITS_MAX) != 0) {
 		free(c);
-		return 0;   /* no AIO here: each worker fsyncs its own */
+		return NULL;   /* no AIO here: each worker fsyncs its own */
 	}
+	c->batch = b;
+	c->done = done;
+	c->ctx = ctx;
 	for (size_t i = 0; i < COMMITS_MAX; i++)
 		c->held[i].fd = -1;
-	p->commits = c;
-	p->parent_commits = 1;
-	return 0;
+	return c;
 }
 
 /* The report's temporary and final names, in the batch's directory. */
-static void report_paths(const struct pool *p, const struct attempt *a, char *temp,
+static void report_paths(const struct commits *c, const struct attempt *a, char *temp,
 			 char *final, size_t size)
 {
-	const struct batch *b = p->batch;
+	const struct batch *b = c->batch;
 	char name[COWRUN_NAME_MAX];
 
 	b->workload->task_name(b->state, a->task, name, sizeof name);
 	task_report_paths(temp, final, size, name, a->pid);
 }
 
-/* The commit of one report has ended (err: 0 or the fsync's errno, the
- * temporary closed): rename it, count the result or fail the task. */
-static int settle(struct pool *p, const struct attempt *a, const void *record, size_t len,
+/* The fsync of one report has ended (err: 0 or its errno; the temporary
+ * closed): the rename, then `done`. */
+static int settle(struct commits *c, const struct attempt *a, const void *record, size_t len,
 		  int err)
 {
-	struct batch *b = p->batch;
+	int dirfd = batch_outdir_fd(c->batch);
+	const char *dir = batch_outdir_label(c->batch);
 	char temp[PATH_MAX], final[PATH_MAX], why[PATH_MAX + 80];
-	const char *dir = batch_outdir_label(b);
 
-	report_paths(p, a, temp, final, sizeof temp);
-	if (err == 0 && commit_rename_at(batch_outdir_fd(b), temp, final) != 0)
+	report_paths(c, a, temp, final, sizeof temp);
+	if (err != 0)
+		unlinkat(dirfd, temp, 0);
+	else if (commit_rename_at(dirfd, temp, final) != 0)
 		err = errno;   /* the temporary is removed */
-	else if (err != 0)
-		unlinkat(batch_outdir_fd(b), temp, 0);
-	p->retry_queued[a->task] = 0;
 	if (err == 0)
-		return batch_attempt_ok(b, a, record, len);
-	struct attempt failed = *a;
-	failed.exitval = 1;
-	failed.received = 0;
+		return c->done(c->ctx, a, record, len, NULL);
 	snprintf(why, sizeof why, "cannot write '%s%s%s': %s", dir ? dir : "", dir ? "/" : "",
 		 final, strerror(err));
-	pool_attempt_failed(p, &failed, why);
-	return 0;
+	return c->done(c->ctx, a, record, len, why);
 }
 
 /* The temporary report a worker handed over, opened to fsync it.
  * Returns the descriptor, or -1 with errno. */
-static int open_handed_over(const struct pool *p, const struct attempt *a)
+static int open_handed_over(const struct commits *c, const struct attempt *a)
 {
 	char temp[PATH_MAX], final[PATH_MAX];
 	struct stat st;
 
-	report_paths(p, a, temp, final, sizeof temp);
-	int fd = openat(batch_outdir_fd(p->batch), temp, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	report_paths(c, a, temp, final, sizeof temp);
+	int fd = openat(batch_outdir_fd(c->batch), temp, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return -1;
 	int err = fstat(fd, &st) != 0 ? errno : S_ISREG(st.st_mode) ? 0 : EINVAL;
@@ -110,14 +107,12 @@ static int open_handed_over(const struct pool *p, const struct attempt *a)
 	return fd;
 }
 
-/* A free entry of the table, waiting for a commit to end if all are
+/* A free entry of the table, after waiting for a commit to end if all are
  * taken.  Returns its index, or -1 on a fatal error. */
-static long free_entry(struct pool *p)
+static long free_entry(struct commits *c)
 {
-	struct commits *c = p->commits;
-
 	while (c->in_flight == COMMITS_MAX)
-		if (commits_finish(p, 1) != 0)
+		if (commits_finish(c, 1) != 0)
 			return -1;
 	for (size_t i = 0; i < COMMITS_MAX; i++)
 		if (c->held[i].fd < 0)
@@ -125,42 +120,39 @@ static long free_entry(struct pool *p)
 	return -1;
 }
 
-int commits_take(struct pool *p, const struct wire_frame *f, const struct attempt *a)
+int commits_take(struct commits *c, const struct attempt *a, const void *record, size_t len)
 {
-	struct commits *c = p->commits;
-	int fd = c ? open_handed_over(p, a) : -1;
+	int fd = open_handed_over(c, a);
 
-	if (fd < 0)   /* never from a worker of ours: a stream gone wrong */
-		return settle(p, a, NULL, 0, c ? errno : EINVAL);
-	long i = free_entry(p);
-	unsigned char *copy = i >= 0 ? malloc(f->length ? f->length : 1) : NULL;
+	if (fd < 0)
+		return settle(c, a, record, len, errno) != 0 ? -1 : 0;
+	long i = free_entry(c);
+	unsigned char *copy = i >= 0 ? malloc(len ? len : 1) : NULL;
 	if (copy == NULL || fsync_ahead_start(&c->aio, fd, (uint64_t)i) != 1) {
-		/* Here and now, as a worker would. */
+		/* Here and now, as the worker would have. */
 		int err = fsync(fd) != 0 ? errno : 0;
 		free(copy);
 		close(fd);
-		return i < 0 ? -1 : settle(p, a, f->payload, f->length, err);
+		return i < 0 || settle(c, a, record, len, err) != 0 ? -1 : 0;
 	}
-	memcpy(copy, f->payload, f->length);
-	c->held[i] = (struct held_commit){ fd, *a, copy, f->length };
+	memcpy(copy, record, len);
+	c->held[i] = (struct held_commit){ fd, *a, copy, len };
 	c->in_flight++;
-	p->retry_queued[a->task] = COMMIT_IN_FLIGHT;
-	return 0;
+	return 1;
 }
 
-int commits_poll_fd(const struct pool *p)
+int commits_poll_fd(const struct commits *c)
 {
-	return p->commits && p->commits->in_flight ? p->commits->aio.ended_fd : -1;
+	return c && c->in_flight ? c->aio.ended_fd : -1;
 }
 
-size_t commits_in_flight(const struct pool *p)
+size_t commits_in_flight(const struct commits *c)
 {
-	return p->commits ? p->commits->in_flight : 0;
+	return c ? c->in_flight : 0;
 }
 
-int commits_finish(struct pool *p, int wait)
+int commits_finish(struct commits *c, int wait)
 {
-	struct commits *c = p->commits;
 	uint64_t tags[16];
 	int errs[16], rc = 0;
 
@@ -172,25 +164,22 @@ int commits_finish(struct pool *p, int wait)
 		return -1;
 	}
 	for (int j = 0; j < n; j++) {
-		struct held_commit *h = &c->held[tags[j]];
-		close(h->fd);
-		h->fd = -1;
+		struct held_commit h = c->held[tags[j]];
+		close(h.fd);
+		c->held[tags[j]].fd = -1;
 		c->in_flight--;
-		if (settle(p, &h->attempt, h->record, h->len, errs[j]) != 0)
+		if (settle(c, &h.attempt, h.record, h.len, errs[j]) != 0)
 			rc = -1;
-		free(h->record);
-		h->record = NULL;
+		free(h.record);
 	}
 	return rc;
 }
 
-void commits_close(struct pool *p)
+void commits_close(struct commits *c)
 {
-	struct commits *c = p->commits;
-
 	if (c == NULL)
 		return;
-	while (c->in_flight > 0 && commits_finish(p, 1) == 0)
+	while (c->in_flight > 0 && commits_finish(c, 1) == 0)
 		;
 	for (size_t i = 0; i < COMMITS_MAX; i++)   /* after a failure: let go */
 		if (c->held[i].fd >= 0) {
@@ -199,5 +188,4 @@ void commits_close(struct pool *p)
 		}
 	fsync_ahead_close(&c->aio);
 	free(c);
-	p->commits = NULL;
 }

@@ -2,44 +2,48 @@
  * commits.h - the reports fork workers hand over, committed by the pool's
  * parent.  A worker closes a report kept as a file under its temporary
  * name and sends its result as WIRE_RESULT_TO_COMMIT (worker.c); the
- * parent starts the report's fsync in the background (os/fsyncahead.h),
- * holds the result, and when the fsync has ended renames the report into
- * place and only then counts the result.  No worker waits for the disk,
- * and a worker that dies meanwhile loses nothing: the report and its
- * result are the parent's.
+ * parent (pool.c) starts the report's fsync in the background
+ * (os/fsyncahead.h) and holds the result here; once the fsync has ended
+ * the report is renamed into place and only then is the result counted.
+ * No worker waits for the disk, and a worker that dies meanwhile loses
+ * nothing: the report and its result are the parent's.
  */
 #ifndef COWRUN_COMMITS_H
 #define COWRUN_COMMITS_H
 
-#include "pool_internal.h"
+#include "batch.h"
 
-/* Set p->parent_commits (and p->commits) when the parent can commit in the
- * background; else workers commit their own reports, as in serial mode.
- * Before the first fork.  Returns 0 (nothing here fails a run). */
-int commits_open(struct pool *p);
+#include <stddef.h>
 
-/* Worker i's frame `f` (WIRE_RESULT_TO_COMMIT, its attempt `a`): its
- * report's fsync started, its result held; or, where no fsync can be
- * started in the background, committed and counted now.  Returns 0, or -1
- * on a fatal error (as batch_attempt_ok()). */
-int commits_take(struct pool *p, const struct wire_frame *f, const struct attempt *a);
+/* What becomes of a commit: `why` NULL when the report is in place (then
+ * count the result), else why the task failed (nothing is left of its
+ * report).  Returns 0, or -1 on a fatal error. */
+typedef int commit_done_fn(void *ctx, const struct attempt *a, const void *record, size_t len,
+			   const char *why);
 
-/* The descriptor that is readable once a commit's fsync has ended (-1:
- * none in flight), for the pool's poll(). */
-int commits_poll_fd(const struct pool *p);
+struct commits;
+
+/* A table for batch b's commits, `done` called with `ctx` as each ends.
+ * Returns NULL where the kernel cannot fsync in the background (then the
+ * workers commit their own reports, as in serial mode). */
+struct commits *commits_open(struct batch *b, commit_done_fn *done, void *ctx);
+
+/* The report of attempt `a` (its task, and its worker's pid, which names
+ * the temporary file), with its result: its fsync started and the result
+ * held (returns 1), or, where that cannot be, committed and `done` called
+ * now (returns 0); -1 on a fatal error. */
+int commits_take(struct commits *c, const struct attempt *a, const void *record, size_t len);
+
+/* Readable once a commit's fsync has ended; -1 when none is in flight. */
+int commits_poll_fd(const struct commits *c);
 
 /* Finish the commits whose fsync has ended (with `wait`: at least one, if
- * any is in flight): rename, then count each result, or fail its task.
- * Returns 0, or -1 on a fatal error. */
-int commits_finish(struct pool *p, int wait);
+ * any is in flight), calling `done` for each.  Returns 0, or -1. */
+int commits_finish(struct commits *c, int wait);
 
-/* How many reports are being committed. */
-size_t commits_in_flight(const struct pool *p);
+size_t commits_in_flight(const struct commits *c);
 
-/* Finish every commit in flight, then free what commits_open() made. */
-void commits_close(struct pool *p);
-
-/* pool.c's: a failed attempt counted, its retry queued if it has one. */
-void pool_attempt_failed(struct pool *p, const struct attempt *a, const char *why);
+/* Finish every commit in flight, then free the table (NULL: nothing). */
+void commits_close(struct commits *c);
 
 #endif

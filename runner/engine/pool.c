@@ -12,7 +12,6 @@
  */
 #define _GNU_SOURCE
 #include "pool_internal.h"
-#include "commits.h"
 #include "task.h"
 #include "os/command_run.h"
 #include "os/memavail.h"
@@ -98,6 +97,8 @@ static int map_shared_area(struct pool *p)
 	return 0;
 }
 
+static commit_done_fn commit_done;
+
 static int pool_init(struct pool *p, struct batch *b, size_t workers,
 		     const struct pool_options *opt, struct pool_stats *stats)
 {
@@ -137,12 +138,15 @@ static int pool_init(struct pool *p, struct batch *b, size_t workers,
 	for (size_t i = 0; i < workers; i++)
 		if (wire_reader_init(&p->slots[i].reader, PIPE_BUFFER_BYTES) != 0)
 			return -1;
-	return commits_open(p);
+	/* Without it, each worker commits its own reports. */
+	p->commits = commits_open(b, commit_done, p);
+	p->parent_commits = p->commits != NULL;
+	return 0;
 }
 
 static void pool_free(struct pool *p)
 {
-	commits_close(p);
+	commits_close(p->commits);
 	for (size_t i = 0; p->slots && i < p->nworkers; i++)
 		wire_reader_free(&p->slots[i].reader);
 	free(p->slots);
@@ -373,7 +377,7 @@ static int ms_until_retry(const struct pool *p)
 /* An attempt at task k failed in slot a->worker; queue a retry if it has
  * attempts left.  The slot is marked as one that failed the task, so a
  * worker there leaves the retry to another slot (worker.c). */
-void pool_attempt_failed(struct pool *p, const struct attempt *a, const char *why)
+static void attempt_failed(struct pool *p, const struct attempt *a, const char *why)
 {
 	p->retry_queued[a->task] = 0;
 	atomic_fetch_or(&failed_slots(p->shared_map)[a->task], slot_bit(a->worker));
@@ -444,7 +448,7 @@ static void settle_current_task(struct pool *p, size_t i, uint64_t k, int status
 		snprintf(why, sizeof why, "worker %ld %s%s", (long)s->pid,
 			 describe_wait_status(status, how, sizeof how),
 			 WIFEXITED(status) ? " before finishing the task" : "");
-	pool_attempt_failed(p, &a, why);
+	attempt_failed(p, &a, why);
 }
 
 /* A worker has been reaped: settle its current task and its chunk. */
@@ -665,6 +669,36 @@ static int keep_stats(struct pool *p, size_t i, const struct wire_frame *f)
 	return 0;
 }
 
+/* A commit of a handed-over report has ended (commits.h): its result
+ * counted, or its task failed. */
+static int commit_done(void *ctx, const struct attempt *a, const void *record, size_t len,
+		       const char *why)
+{
+	struct pool *p = ctx;
+
+	p->retry_queued[a->task] = 0;
+	if (why == NULL)
+		return batch_attempt_ok(p->batch, a, record, len);
+	struct attempt failed = *a;
+	failed.exitval = 1;
+	failed.received = 0;
+	attempt_failed(p, &failed, why);
+	return 0;
+}
+
+/* A WIRE_RESULT_TO_COMMIT frame: its report committed here, its result
+ * held meanwhile; its task is not run again if its worker dies.  Returns
+ * 0, 1 if no worker of ours could have sent it, or -1. */
+static int take_to_commit(struct pool *p, const struct wire_frame *f, const struct attempt *a)
+{
+	if (p->commits == NULL)
+		return 1;
+	int rc = commits_take(p->commits, a, f->payload, f->length);
+	if (rc == 1)
+		p->retry_queued[a->task] = COMMIT_IN_FLIGHT;
+	return rc < 0 ? -1 : 0;
+}
+
 /* Hand one frame to the batch.  Returns 0, 1 if the stream is corrupt, or
  * -1 on a fatal error. */
 static int take_frame(struct pool *p, size_t i, const struct wire_frame *f)
@@ -688,14 +722,14 @@ static int take_frame(struct pool *p, size_t i, const struct wire_frame *f)
 	reported_attempt(p, i, f, &a);
 	s->has_timing = 0;
 	if (f->type == WIRE_RESULT_TO_COMMIT)
-		return p->parent_commits ? commits_take(p, f, &a) : 1;
+		return take_to_commit(p, f, &a);
 	if (f->type == WIRE_RESULT) {
 		p->retry_queued[a.task] = 0;
 		return batch_attempt_ok(p->batch, &a, f->payload, f->length);
 	}
 	snprintf(why, sizeof why, "%.*s", (int)(f->length < 512 ? f->length : 512),
 		 (const char *)f->payload);
-	pool_attempt_failed(p, &a, why);
+	attempt_failed(p, &a, why);
 	return 0;
 }
 
@@ -885,14 +919,14 @@ static int wait_for_output(struct pool *p)
 	/* A served batch's client: gone (or talking) means cancelled. */
 	p->pollfds[n + 1] = (struct pollfd){ .fd = signals_watched_fd(), .events = POLLIN };
 	/* A report's fsync has ended (commits.h). */
-	p->pollfds[n + 2] = (struct pollfd){ .fd = commits_poll_fd(p), .events = POLLIN };
+	p->pollfds[n + 2] = (struct pollfd){ .fd = commits_poll_fd(p->commits), .events = POLLIN };
 	if (poll(p->pollfds, n + 3, timeout) < 0)
 		return errno == EINTR ? 0 : -1;
 	if (p->pollfds[n].revents)
 		signals_drain();
 	if (p->pollfds[n + 1].revents)
 		signals_watched_gone();
-	if (p->pollfds[n + 2].revents && commits_finish(p, 0) != 0)
+	if (p->pollfds[n + 2].revents && commits_finish(p->commits, 0) != 0)
 		return -1;
 	for (size_t j = 0; j < n; j++)
 		if (p->pollfds[j].revents && service_worker(p, p->poll_slot[j]) != 0)
@@ -951,9 +985,9 @@ static int run_loop(struct pool *p)
 		release_due_retries(p);
 		if (top_up(p) != 0)
 			return -1;
-		if (p->live == 0 && commits_in_flight(p) > 0) {
+		if (p->live == 0 && commits_in_flight(p->commits) > 0) {
 			/* Their tasks are not unresolved: their reports are on their way. */
-			if (commits_finish(p, 1) != 0)
+			if (commits_finish(p->commits, 1) != 0)
 				return -1;
 			continue;
 		}

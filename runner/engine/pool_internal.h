@@ -8,6 +8,7 @@
 #define COWRUN_POOL_INTERNAL_H
 
 #include "batch.h"
+#include "commits.h"
 #include "pool.h"
 #include "os/procstat.h"
 #include "files/wire.h"
