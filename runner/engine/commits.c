@@ -1,15 +1,14 @@
 /*
  * commits.c - the reports fork workers hand over, committed by the pool's
  * parent (commits.h).  Each one in flight is a held result and the open
- * temporary file whose fsync runs; its tag in os/fsyncahead.h is its place
- * in the table.
+ * temporary file whose fsync runs on a thread (os/fsyncahead.h: its tag
+ * there is its place in the table).
  */
 #define _GNU_SOURCE
 #include "commits.h"
 #include "taskreport.h"
 #include "os/fileops.h"
 #include "os/fsyncahead.h"
-#include "os/util.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -32,20 +31,21 @@ struct commits {
 	struct batch *batch;
 	commit_done_fn *done;
 	void *ctx;
-	struct fsync_ahead aio;
+	struct fsync_ahead *fsyncs;
 	size_t in_flight;
 	struct held_commit held[COMMITS_MAX];
 };
 
-struct commits *commits_open(struct batch *b, commit_done_fn *done, void *ctx)
+struct commits *commits_open(struct batch *b, unsigned threads, commit_done_fn *done,
+			     void *ctx)
 {
 	struct commits *c = calloc(1, sizeof *c);
 
 	if (c == NULL)
 		return NULL;
-	if (fsync_ahead_open(&c->aio, COMMITS_MAX) != 0) {
+	if ((c->fsyncs = fsync_ahead_open(threads, COMMITS_MAX)) == NULL) {
 		free(c);
-		return NULL;   /* no AIO here: each worker fsyncs its own */
+		return NULL;   /* no threads: each worker fsyncs its own */
 	}
 	c->batch = b;
 	c->done = done;
@@ -128,7 +128,7 @@ int commits_take(struct commits *c, const struct attempt *a, const void *record,
 		return settle(c, a, record, len, errno) != 0 ? -1 : 0;
 	long i = free_entry(c);
 	unsigned char *copy = i >= 0 ? malloc(len ? len : 1) : NULL;
-	if (copy == NULL || fsync_ahead_start(&c->aio, fd, (uint64_t)i) != 1) {
+	if (copy == NULL || fsync_ahead_start(c->fsyncs, fd, (uint64_t)i) != 1) {
 		/* Here and now, as the worker would have. */
 		int err = fsync(fd) != 0 ? errno : 0;
 		free(copy);
@@ -143,7 +143,7 @@ int commits_take(struct commits *c, const struct attempt *a, const void *record,
 
 int commits_poll_fd(const struct commits *c)
 {
-	return c && c->in_flight ? c->aio.ended_fd : -1;
+	return c && c->in_flight ? fsync_ahead_fd(c->fsyncs) : -1;
 }
 
 size_t commits_in_flight(const struct commits *c)
@@ -158,12 +158,8 @@ int commits_finish(struct commits *c, int wait)
 
 	if (c == NULL || c->in_flight == 0)
 		return 0;
-	int n = fsync_ahead_ended(&c->aio, tags, errs, 16, wait);
-	if (n < 0) {
-		warnx_("waiting for reports to reach the disk: %s", strerror(errno));
-		return -1;
-	}
-	for (int j = 0; j < n; j++) {
+	unsigned n = fsync_ahead_ended(c->fsyncs, tags, errs, 16, wait);
+	for (unsigned j = 0; j < n; j++) {
 		struct held_commit h = c->held[tags[j]];
 		close(h.fd);
 		c->held[tags[j]].fd = -1;
@@ -186,6 +182,6 @@ void commits_close(struct commits *c)
 			close(c->held[i].fd);
 			free(c->held[i].record);
 		}
-	fsync_ahead_close(&c->aio);
+	fsync_ahead_close(c->fsyncs);
 	free(c);
 }

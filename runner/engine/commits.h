@@ -2,7 +2,7 @@
  * commits.h - the reports fork workers hand over, committed by the pool's
  * parent.  A worker closes a report kept as a file under its temporary
  * name and sends its result as WIRE_RESULT_TO_COMMIT (worker.c); the
- * parent (pool.c) starts the report's fsync in the background
+ * parent (pool.c) has the report fsync'd on a thread of its own
  * (os/fsyncahead.h) and holds the result here; once the fsync has ended
  * the report is renamed into place and only then is the result counted.
  * No worker waits for the disk, and a worker that dies meanwhile loses
@@ -23,10 +23,11 @@ typedef int commit_done_fn(void *ctx, const struct attempt *a, const void *recor
 
 struct commits;
 
-/* A table for batch b's commits, `done` called with `ctx` as each ends.
- * Returns NULL where the kernel cannot fsync in the background (then the
- * workers commit their own reports, as in serial mode). */
-struct commits *commits_open(struct batch *b, commit_done_fn *done, void *ctx);
+/* A table for batch b's commits, fsync'd on up to `threads` threads,
+ * `done` called with `ctx` as each ends.  Returns NULL if that cannot be
+ * (then the workers commit their own reports, as in serial mode). */
+struct commits *commits_open(struct batch *b, unsigned threads, commit_done_fn *done,
+			     void *ctx);
 
 /* The report of attempt `a` (its task, and its worker's pid, which names
  * the temporary file), with its result: its fsync started and the result

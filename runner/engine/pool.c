@@ -139,7 +139,7 @@ static int pool_init(struct pool *p, struct batch *b, size_t workers,
 		if (wire_reader_init(&p->slots[i].reader, PIPE_BUFFER_BYTES) != 0)
 			return -1;
 	/* Without it, each worker commits its own reports. */
-	p->commits = commits_open(b, commit_done, p);
+	p->commits = commits_open(b, workers < 4 ? (unsigned)workers : 4, commit_done, p);
 	p->parent_commits = p->commits != NULL;
 	return 0;
 }

@@ -6,41 +6,61 @@
 load helpers
 
 # trace_run ARGS...: cowrun ARGS under the reaper, its file operations
-# (openat, fsync, its Linux AIO form, rename or renameat) traced in every process and thread, one file
-# each: $BATS_TEST_TMPDIR/trace/t.PID.  (Under make check-asan, without
-# LeakSanitizer, which cannot work under ptrace.)
+# (openat, fsync, rename or renameat) and its threads' births traced in
+# every process and thread, one file each ($BATS_TEST_TMPDIR/trace/t.TID),
+# each call with its start time and duration.  (Under make check-asan,
+# without LeakSanitizer, which cannot work under ptrace.)
 trace_run() {
 	rm -rf "$BATS_TEST_TMPDIR/trace"
 	mkdir "$BATS_TEST_TMPDIR/trace"
 	run --separate-stderr env ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" \
-		"$REAPER" strace -ff -qq -e trace=openat,fsync,io_submit,io_getevents,rename,renameat,renameat2 \
+		"$REAPER" strace -ff -qq -ttt -T -e trace=openat,fsync,rename,renameat,renameat2,clone,clone3 \
 		-o "$BATS_TEST_TMPDIR/trace/t" "$COWRUN" "$@"
+}
+
+# merged_trace: every traced call of every thread, in the order they
+# happened (an fsync where it ended), each line "PROCESS CALL": the
+# process is the thread group's first thread (a thread's birth in its
+# parent's trace: clone with CLONE_THREAD).
+merged_trace() {
+	local dir=$BATS_TEST_TMPDIR/trace
+	awk '
+	FNR == 1 { tid = FILENAME; sub(/.*\./, "", tid) }
+	/clone3?\(.*CLONE_THREAD/ && match($0, /= [0-9]+ </) { print "T", substr($0, RSTART + 2, RLENGTH - 4) + 0, tid; next }
+	$1 ~ /^[0-9]+\.[0-9]+$/ {
+		at = $1; line = $0; sub(/^[^ ]+ /, "", line)
+		if (line ~ /^fsync\(/ && match(line, /<[0-9.]+>$/)) at += substr(line, RSTART + 1, RLENGTH - 2)
+		sub(/ <[0-9.]+>$/, "", line)
+		printf "C %.6f %s %s\n", at, tid, line
+	}' "$dir"/t.* | sort -k1,1r -k2,2n |
+	awk '$1 == "T" { group[$2] = $3; next }
+	{ t = $3; while (t in group) t = group[t]; $1 = ""; $2 = ""; $3 = t; sub(/^  /, ""); print }'
 }
 
 # check_report_trace OUTDIR N: in the trace, OUTDIR was opened once as a
 # directory, its last component not followed (O_DIRECTORY|O_NOFOLLOW);
 # each of the N reports was created relative to it under a hidden
 # temporary name as a new file (O_CREAT|O_EXCL|O_NOFOLLOW: never an
-# existing file or a link), then fsync'd and renamed to its final name, in
-# that order, by one process or thread: the one that wrote it, or (fork
-# mode) the pool's parent, which opened it read-only, never following a
-# link, and fsync'd it through Linux AIO (io_submit's IOCB_CMD_FSYNC, done
-# when io_getevents returns its event with res=0); no final name was ever
-# opened for writing.  The run's manifest (.cowrun-manifest.*) is created
-# the same way.  Sets $renamers: the trace files of the processes that
+# existing file or a link), then fsync'd (the fsync ended) and renamed to
+# its final name, in that order, by one process: the one that wrote it,
+# or (fork mode) the pool's parent, which opened it read-only, never
+# following a link, and fsync'd it on a thread of its own; no final name
+# was ever opened for writing.  The run's manifest (.cowrun-manifest.*) is
+# created the same way.  Sets $renamers: the pids of the processes that
 # renamed reports.
 check_report_trace() {
 	local outdir=$1 n=$2
-	renamers=$(awk -v dir="$outdir" -v n="$n" '
+	renamers=$(merged_trace | awk -v dir="$outdir" -v n="$n" '
 	function fail(msg) { print "report trace: " msg > "/dev/stderr"; bad = 1; exit 1 }
 	# The file name in a traced call: the first quoted string.
 	function path(line) { split(line, q, "\""); return q[2] }
-	/openat\(AT_FDCWD, / && path($0) == dir && /O_DIRECTORY/ {
+	{ proc = $1; sub(/^[0-9]+ /, "") }
+	/^openat\(AT_FDCWD, / && path($0) == dir && /O_DIRECTORY/ {
 		if ($0 !~ /O_NOFOLLOW/) fail("output directory opened following a link: " $0)
 		diropen++
 	}
 	# A final report name opened for writing: never.
-	/openat\(/ && /O_WRONLY|O_RDWR/ {
+	/^openat\(/ && /O_WRONLY|O_RDWR/ {
 		p = path($0)
 		if (index(p, "task-") == 1 || index(p, dir "/task-") == 1) fail("final name opened: " $0)
 		# The run'"'"'s manifest: a new file under a temporary name too.
@@ -53,49 +73,36 @@ check_report_trace() {
 			if ($0 !~ /O_EXCL/ || $0 !~ /O_NOFOLLOW/ || $0 ~ /O_TRUNC/)
 				fail("temporary report not created as a new file: " $0)
 			if ($0 ~ /openat\(AT_FDCWD/) fail("temporary report opened by name, not in the directory: " $0)
-			on_fd[FILENAME, substr($0, RSTART + 2)] = p; wrote[p] = 1
+			on_fd[proc, substr($0, RSTART + 2)] = p; wrote[p] = 1
 		}
 	}
 	# A temporary report opened to be fsync'"'"'d by another process.
-	/openat\(/ && /O_RDONLY/ && index(path($0), ".task-") == 1 && match($0, /= [0-9]+$/) {
+	/^openat\(/ && /O_RDONLY/ && index(path($0), ".task-") == 1 && match($0, /= [0-9]+$/) {
 		if ($0 !~ /O_NOFOLLOW/) fail("temporary report opened following a link: " $0)
 		if ($0 ~ /openat\(AT_FDCWD/) fail("temporary report opened by name, not in the directory: " $0)
-		on_fd[FILENAME, substr($0, RSTART + 2)] = path($0)
+		if (!(path($0) in wrote)) fail("opened a temporary report nobody wrote: " $0)
+		on_fd[proc, substr($0, RSTART + 2)] = path($0)
 	}
-	/^fsync\(/ { split($0, a, /[()]/); if ((FILENAME, a[2]) in on_fd) synced[FILENAME, on_fd[FILENAME, a[2]]] = 1 }
-	/^io_submit\(.*IOCB_CMD_FSYNC/ {
-		match($0, /aio_data=[0-9a-fx]+/); tag = substr($0, RSTART + 9, RLENGTH - 9)
-		match($0, /aio_fildes=[0-9]+/); fd = substr($0, RSTART + 11, RLENGTH - 11)
-		if ((FILENAME, fd) in on_fd) in_flight[FILENAME, tag] = on_fd[FILENAME, fd]
-	}
-	/^io_getevents\(/ {
-		line = $0
-		while (match(line, /data=[0-9a-fx]+, obj=[0-9a-fx]+, res=-?[0-9]+/)) {
-			ev = substr(line, RSTART, RLENGTH); line = substr(line, RSTART + RLENGTH)
-			split(ev, f, /[=,]/); tag = f[2]; res = f[6]
-			if ((FILENAME, tag) in in_flight && res == 0) synced[FILENAME, in_flight[FILENAME, tag]] = 1
-			delete in_flight[FILENAME, tag]
-		}
-	}
-	/rename(at2?)?\(/ {
+	/^fsync\(.*= 0$/ { split($0, a, /[()]/); if ((proc, a[2]) in on_fd) synced[proc, on_fd[proc, a[2]]] = 1 }
+	/^rename(at2?)?\(/ {
 		split($0, q, "\""); from = q[2]; to = q[4]
 		if (index(from, ".cowrun-manifest.") == 1) {
 			if (!(from in manifest_temp)) fail("manifest renamed from a file it did not write: " $0)
 			next
 		}
-		if (!((FILENAME, from) in synced)) fail("renamed before fsync: " $0)
+		if (!(from in wrote)) fail("renamed from a file nobody wrote: " $0)
+		if (!((proc, from) in synced)) fail("renamed before fsync: " $0)
 		if (index(to, "task-") != 1) fail("renamed elsewhere: " $0)
-		renamed++; renamed_from[from] = 1; by[FILENAME] = 1
-		delete synced[FILENAME, from]
+		renamed++; by[proc] = 1
+		delete synced[proc, from]
 	}
 	END {
 		if (bad) exit 1
-		for (t in renamed_from) if (!(t in wrote)) { print "report trace: renamed from a file nobody wrote: " t > "/dev/stderr"; exit 1 }
 		if (diropen != 1) { print "report trace: output directory opened " diropen + 0 " times, expected once" > "/dev/stderr"; exit 1 }
 		if (renamed != n) { print "report trace: " renamed + 0 " renames, expected " n > "/dev/stderr"; exit 1 }
-		for (file in by) print file
+		for (pid in by) print pid
 	}
-	' "$BATS_TEST_TMPDIR"/trace/t.*)
+	')
 }
 
 @test "a report is written under a hidden temporary name, fsync'd, then renamed: fork, serial, omp" {
@@ -147,21 +154,22 @@ yesterday() {
 	[ -z "$(ls -A "$d" | grep '^\.' | grep -v '^\.cowrun-manifest\.')" ]
 }
 
-@test "fork mode: a worker hands its report over and goes on; the parent fsyncs it in the background, renames it, and then counts its result; a worker killed after handing one over loses nothing" {
+@test "fork mode: a worker hands its report over and goes on; the parent fsyncs it on a thread, renames it, and then counts its result; a worker killed after handing one over loses nothing" {
 	command -v strace >/dev/null || skip "strace is not installed (make deps installs it)"
 	d=$BATS_TEST_TMPDIR
 	trace_run -j 2 -o "$d/rep" selftest --tasks 6 --report-bytes 100
 	[ "$status" -eq 0 ] || { echo "status $status: $stderr" >&2; return 1; }
 	check_report_trace "$d/rep" 6
-	# One process renamed them all, through AIO, and wrote none of them:
-	# the parent.  The workers wrote them and neither synced nor renamed.
+	# One process renamed them all and wrote none of them: the parent; its
+	# fsyncs ran on another thread.  The workers neither synced nor renamed.
 	[ "$(printf '%s\n' "$renamers" | wc -l)" -eq 1 ]
-	grep -q 'IOCB_CMD_FSYNC' "$renamers"
-	! grep -q '"\.task-[^"]*", O_RDWR|O_CREAT' "$renamers"
+	! grep -q '"\.task-[^"]*", O_RDWR|O_CREAT' "$d/trace/t.$renamers"
+	! grep -q ' fsync(' "$d/trace/t.$renamers"
+	[ "$(merged_trace | awk -v p="$renamers" '$1 == p && $2 ~ /^fsync\(/' | wc -l)" -eq 6 ]
 	writers=$(grep -l '"\.task-[^"]*", O_RDWR|O_CREAT' "$d"/trace/t.*)
 	[ "$(printf '%s\n' "$writers" | wc -l)" -ge 1 ]
 	for w in $writers; do
-		! grep -qE '^(fsync|io_submit|renameat?2?)\(.*task-' "$w" || { echo "a worker committed: $w" >&2; return 1; }
+		! grep -qE ' (fsync|renameat?2?)\(.*task-' "$w" || { echo "a worker committed: $w" >&2; return 1; }
 	done
 	# Task 2 kills its worker, whose task 1 was handed over just before:
 	# its report is in place and its result counted; task 1 ran once.
