@@ -42,8 +42,9 @@
  * cowrun_input() and cowrun_verbosity(), and from cowrun 0.5.1 on
  * cowrun_command() (the round's one bump, shared), then
  * cowrun_run_seed(), cowrun_task_seed(), cowrun_seed_mix() and
- * cowrun_tasks_per_worker(), then cowrun_setup_forked() (new functions
- * only: a plugin built before loads as it is); the struct is ABI 3's,
+ * cowrun_tasks_per_worker(), then cowrun_setup_forked(), then
+ * cowrun_setup_threaded() (new functions only: a plugin built before
+ * loads as it is); the struct is ABI 3's,
  * so ABI 3 plugins load as they are.  Results and journals record the workload's
  * ABI: a resume or merge across it is refused, naming both. */
 #define COWRUN_ABI_VERSION 4
@@ -202,6 +203,13 @@ int cowrun_parallel(size_t nblocks, cowrun_block_fn fn, void *ctx);
  * threads.  For -v, which says what a setup really used: the widest such
  * call counts. */
 void cowrun_setup_forked(unsigned processes);
+
+/* (ABI 4, a new function: a plugin built before loads as it is.)  From
+ * setup() or merge_setup(): the setup ran on up to `threads` threads of
+ * its libraries' own (data.table's, OpenMP's: cowrun r sets their counts
+ * from cowrun_setup_threads()), not on cowrun_parallel()'s.  For -v, as
+ * cowrun_setup_forked(): the widest such call counts. */
+void cowrun_setup_threaded(unsigned threads);
 
 /* A 64-bit hash of len bytes (XXH3, the one cowrun checksums saved results
  * with): fast enough to hash an input file while reading it.  Combine the

@@ -19,6 +19,7 @@
 static unsigned setup_threads = 1;
 static unsigned most_used;   /* threads of the widest call since the reset */
 static unsigned most_forked; /* cowrun_setup_forked()'s widest since the reset */
+static unsigned most_own;    /* cowrun_setup_threaded()'s widest since the reset */
 
 void setup_threads_set(unsigned threads)
 {
@@ -32,7 +33,7 @@ unsigned setup_threads_used(void)
 
 void setup_threads_used_reset(void)
 {
-	most_used = most_forked = 0;
+	most_used = most_forked = most_own = 0;
 }
 
 void cowrun_setup_forked(unsigned processes)
@@ -44,6 +45,17 @@ void cowrun_setup_forked(unsigned processes)
 unsigned setup_processes_used(void)
 {
 	return most_forked;
+}
+
+void cowrun_setup_threaded(unsigned threads)
+{
+	if (threads > most_own)
+		most_own = threads;
+}
+
+unsigned setup_own_threads_used(void)
+{
+	return most_own;
 }
 
 unsigned cowrun_setup_threads(void)

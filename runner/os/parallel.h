@@ -18,4 +18,8 @@ void setup_threads_used_reset(void);
  * if the workload forked none for its setup. */
 unsigned setup_processes_used(void);
 
+/* The threads of the widest cowrun_setup_threaded() since the reset: 0
+ * if the workload's libraries ran none for its setup. */
+unsigned setup_own_threads_used(void);
+
 #endif

@@ -688,13 +688,16 @@ static void say_setup(const struct run_config *cfg, const struct batch *b, uint6
 {
 	char arena_line[256], threads[128];
 
-	unsigned forked = setup_processes_used();
+	unsigned forked = setup_processes_used(), own = setup_own_threads_used();
 
 	if (forked > 0)
 		snprintf(threads, sizeof threads, "%u setup process%s (forked by the workload; "
 			 "%u available)", forked, forked == 1 ? "" : "es", cowrun_setup_threads());
 	else if (used > 0)
 		snprintf(threads, sizeof threads, "%u setup thread%s", used, used == 1 ? "" : "s");
+	else if (own > 0)   /* cowrun_setup_threaded(): data.table's, OpenMP's */
+		snprintf(threads, sizeof threads, "%u setup thread%s (the workload's own; "
+			 "%u available)", own, own == 1 ? "" : "s", cowrun_setup_threads());
 	else
 		snprintf(threads, sizeof threads, "1 setup thread (it never called cowrun_parallel;"
 			 " %u available)", cowrun_setup_threads());

@@ -132,6 +132,21 @@ left_on_hosts() {
 	assert_one_line_error "cowrun-cluster: sshloginfile '*empty' lists no host"
 }
 
+@test "cluster: a script workload's missing script is cowrun's one-line error here, 255, before any host" {
+	# ":" is this machine (no ssh): without the check here its shards would
+	# start, fail and end the run with 254.
+	local d=$BATS_TEST_TMPDIR
+	printf ':\n' >"$d/slf"
+	run --separate-stderr "$CLUSTER" --slf "$d/slf" -o "$d/out/reports" python "$d/missing.py" --n 3
+	[ "$status" -eq 255 ]
+	assert_one_line_error "cowrun: python: cannot read the script '$d/missing.py': No such file or directory"
+	[ ! -e "$d/out" ]
+	run --separate-stderr "$CLUSTER" --no-check --slf "$d/slf" -o "$d/out/reports" python "$d/missing.py" --n 3
+	[ "$status" -eq 255 ]
+	assert_one_line_error "cowrun: python: cannot read the script '$d/missing.py': No such file or directory"
+	[ ! -e "$d/out" ]
+}
+
 @test "cluster --dry-run prints the hosts, each host's -j, the commands and the merge, and runs nothing" {
 	printf '%s\n' '# comment' server1 '4/ops@server2' 'ssh -p 2222 server3' >"$BATS_TEST_TMPDIR/slf"
 	run --separate-stderr "$CLUSTER" --dry-run --slf "$BATS_TEST_TMPDIR/slf" -o "$BATS_TEST_TMPDIR/out" \

@@ -28,6 +28,10 @@ setup() {
 	[ -e "$ROOT/build/workloads/r.so" ] || skip "no r.so (r-base-core): make deps, then make"
 	REF=$BATS_FILE_TMPDIR/ref
 	d=$BATS_TEST_TMPDIR
+	# R makes its session directory (tempdir()) under TMPDIR when it starts;
+	# a run SIGKILLed or halted here cannot remove it: in the test's own
+	# directory it goes with the test, not left in /tmp.
+	export TMPDIR=$d
 	[ "$(cat "$REF.status")" -eq 0 ] || { echo "the reference run failed: $(cat "$REF.err")" >&2; return 1; }
 }
 

@@ -174,8 +174,11 @@ workers alive at merge 0" ]
 	[ "$output" = "workers 1 1 " ]
 	[[ "$stderr" == *"setup threads 2"* ]]
 	[[ "$stderr" == *"cowrun: r: the setup's threads: data.table 2, OpenMP 2"* ]]
-	run --separate-stderr cowrun --mode serial -o "$BATS_TEST_TMPDIR/o2" r "$BATS_TEST_TMPDIR/dt.R"
+	# the runner's line counts them (cowrun_setup_threaded())
+	[[ "$stderr" == *"cowrun: r: setup "*" s, 2 tasks, 2 setup threads (the workload's own; 2 available)"$'\n'* ]]
+	run --separate-stderr cowrun -v --mode serial -o "$BATS_TEST_TMPDIR/o2" r "$BATS_TEST_TMPDIR/dt.R"
 	[ "$status" -eq 0 ] && [[ "$stderr" == *"setup threads 1"* ]]
+	[[ "$stderr" == *"cowrun: r: setup "*" s, 2 tasks, 1 setup thread (the workload's own; 1 available)"$'\n'* ]]
 	R_DATATABLE_NUM_THREADS=1 run --separate-stderr cowrun -j 2 -o "$BATS_TEST_TMPDIR/o3" r "$BATS_TEST_TMPDIR/dt.R"
 	[ "$status" -eq 0 ] && [[ "$stderr" == *"setup threads 1"* ]]
 	assert_no_leftovers

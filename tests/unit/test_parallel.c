@@ -219,6 +219,22 @@ static void forked_processes_are_counted_apart(void **state)
 	assert_int_equal(setup_processes_used(), 0);
 }
 
+/* cowrun_setup_threaded(): the same, for a library's own threads (-v's
+ * "N setup threads (the workload's own ...)"); apart from the other two. */
+static void own_threads_are_counted_apart(void **state)
+{
+	(void)state;
+	setup_threads_used_reset();
+	assert_int_equal(setup_own_threads_used(), 0);
+	cowrun_setup_threaded(3);
+	cowrun_setup_threaded(2);
+	assert_int_equal(setup_own_threads_used(), 3);
+	assert_int_equal(setup_threads_used(), 0);
+	assert_int_equal(setup_processes_used(), 0);
+	setup_threads_used_reset();
+	assert_int_equal(setup_own_threads_used(), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -230,6 +246,7 @@ int main(void)
 		cmocka_unit_test(alloc_from_the_threads_is_disjoint),
 		cmocka_unit_test(hash_is_xxh3_and_seeded),
 		cmocka_unit_test(forked_processes_are_counted_apart),
+		cmocka_unit_test(own_threads_are_counted_apart),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

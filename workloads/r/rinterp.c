@@ -334,6 +334,16 @@ static void r_environment(void)
 	setenv("R_DOC_DIR", COWRUN_R_DOC_DIR, 0);
 }
 
+/* The count a thread variable starts with ("4"; OpenMP's "4,2" nests):
+ * 0 if none, which cowrun_setup_threaded() leaves unsaid. */
+static unsigned leading_count(const char *s)
+{
+	char *end;
+	unsigned long v = strtoul(s, &end, 10);
+
+	return end == s || v > UINT_MAX ? 0 : (unsigned)v;
+}
+
 /*
  * The setup's threads follow cowrun's setup thread count (-j, the CPUs
  * this process may use, its cgroup; one in serial mode), as a C setup's
@@ -343,7 +353,9 @@ static void r_environment(void)
  * OpenMP's (libgomp read OMP_NUM_THREADS when libR loaded it: its count
  * is set directly).  A count the environment gives is the user's word.
  * Each worker runs one thread (after_fork_child(); data.table's own fork
- * handler does the same for its count).
+ * handler does the same for its count).  The wider of the two is the
+ * runner's to know (cowrun_setup_threaded()): its -v line says the setup
+ * ran on them, not on one thread that never called cowrun_parallel().
  */
 static void setup_threads(void)
 {
@@ -354,10 +366,13 @@ static void setup_threads(void)
 	setenv("R_DATATABLE_NUM_THREADS", count, 0);
 	if (getenv("OMP_NUM_THREADS") == NULL)
 		omp_threads((int)n);
+	const char *dt = getenv("R_DATATABLE_NUM_THREADS");
+	const char *omp = getenv("OMP_NUM_THREADS") ? getenv("OMP_NUM_THREADS") : count;
+	unsigned dt_n = leading_count(dt), omp_n = leading_count(omp);
+
+	cowrun_setup_threaded(dt_n > omp_n ? dt_n : omp_n);
 	if (cowrun_verbosity() > 0)
-		cowrun_error("the setup's threads: data.table %s, OpenMP %s",
-			     getenv("R_DATATABLE_NUM_THREADS"),
-			     getenv("OMP_NUM_THREADS") ? getenv("OMP_NUM_THREADS") : count);
+		cowrun_error("the setup's threads: data.table %s, OpenMP %s", dt, omp);
 }
 
 /* R in the C locale writes a UTF-8 string as "<U+00E9>", and takes a
