@@ -26,6 +26,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <locale.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -357,10 +358,25 @@ static unsigned leading_count(const char *s)
  * runner's to know (cowrun_setup_threaded()): its -v line says the setup
  * ran on them, not on one thread that never called cowrun_parallel().
  */
+/* The setup's threads (fread's, forder's) allocate with malloc, each in a
+ * glibc arena of its own unless told otherwise, and what a thread frees
+ * stays resident in its arena, into the fork: one arena for every thread.
+ * Measured on the example, 5M rows, -j 2 (compare/bench-r, 3 interleaved
+ * runs each): the setup's peak summed Pss 1.1 MiB lower, as fast.
+ * MALLOC_ARENA_MAX or GLIBC_TUNABLES, if set, are the user's word. */
+static void one_malloc_arena(void)
+{
+	if (getenv("MALLOC_ARENA_MAX") == NULL && getenv("GLIBC_TUNABLES") == NULL)
+		mallopt(M_ARENA_MAX, 1);
+}
+
 static void setup_threads(void)
 {
 	unsigned n = cowrun_setup_threads();
 	char count[16];
+
+	if (n > 1)
+		one_malloc_arena();
 
 	snprintf(count, sizeof count, "%u", n);
 	setenv("R_DATATABLE_NUM_THREADS", count, 0);
