@@ -36,7 +36,7 @@ struct fsync_ahead {
 	pthread_cond_t wake;       /* a job is waiting, or stop */
 	pthread_cond_t ended;      /* a job has ended (for a waiting caller) */
 	pthread_t thread[MAX_THREADS];
-	unsigned nthreads, capacity, used, waiting;
+	unsigned nthreads, want_threads, capacity, used, waiting;
 	uint64_t next_seq;
 	int stop, ended_fd;
 	struct job *jobs;
@@ -81,7 +81,8 @@ static void *fsync_thread(void *arg)
 	return NULL;
 }
 
-/* Start the threads with every signal blocked.  Returns 0, or -1. */
+/* Start the threads with every signal blocked.  Returns 0, or -1 if
+ * none could start. */
 static int start_threads(struct fsync_ahead *a, unsigned threads)
 {
 	sigset_t all, before;
@@ -108,10 +109,8 @@ struct fsync_ahead *fsync_ahead_open(unsigned threads, unsigned capacity)
 	pthread_mutex_init(&a->lock, NULL);
 	pthread_cond_init(&a->wake, NULL);
 	pthread_cond_init(&a->ended, NULL);
-	if (start_threads(a, threads < MAX_THREADS ? threads : MAX_THREADS) == 0)
-		return a;
-	fsync_ahead_close(a);
-	return NULL;
+	a->want_threads = threads < MAX_THREADS ? threads : MAX_THREADS;
+	return a;
 fail:
 	if (a != NULL) {
 		free(a->jobs);
@@ -129,6 +128,10 @@ int fsync_ahead_start(struct fsync_ahead *a, int fd, uint64_t tag)
 {
 	int queued = 0;
 
+	/* The threads start with the first job: the pool forks its first
+	 * workers before any, from a process of one thread. */
+	if (a->nthreads == 0 && start_threads(a, a->want_threads) != 0)
+		return 0;
 	pthread_mutex_lock(&a->lock);
 	for (unsigned i = 0; i < a->capacity && !queued; i++) {
 		struct job *j = &a->jobs[i];

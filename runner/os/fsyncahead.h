@@ -15,16 +15,17 @@
 
 struct fsync_ahead;
 
-/* Up to `threads` fsyncs at once, `capacity` queued or ended but not yet
- * collected.  Returns NULL with errno (the caller fsyncs itself). */
+/* Up to `threads` fsyncs at once (threads started by the first
+ * fsync_ahead_start()), `capacity` queued or ended but not yet collected.
+ * Returns NULL (the caller fsyncs itself). */
 struct fsync_ahead *fsync_ahead_open(unsigned threads, unsigned capacity);
 
 /* Readable once an fsync has ended. */
 int fsync_ahead_fd(const struct fsync_ahead *a);
 
 /* Queue fsync(fd); `tag` comes back when it ends.  The caller keeps fd
- * open until then.  Returns 1 if queued, or 0 if it is full (the caller
- * fsyncs itself). */
+ * open until then.  Returns 1 if queued, or 0 if it is full or no thread
+ * could start (the caller fsyncs itself). */
 int fsync_ahead_start(struct fsync_ahead *a, int fd, uint64_t tag);
 
 /* Up to `max` fsyncs that have ended: their tags, and 0 or the errno
