@@ -246,7 +246,8 @@ PY
 			false
 		fi
 		# LISTEN_PID was not its own: no process of the server sees it.
-		! tr '\0' '\n' <"/proc/$p/environ" | grep -q '^LISTEN_'
+		! tr '\0' '\n' <"/proc/$p/environ" | grep -q '^LISTEN_' ||
+			{ echo "process $p sees LISTEN_*" >&2; return 1; }
 	done
 	kill -KILL "$c"
 	wait_for 30 "the batch to be cancelled" status_has "ready, 0 batches running"
@@ -446,7 +447,7 @@ spares() {
 	submit --reload >/dev/null
 	wait_for 30 "the old generation gone" eval '! kill -0 "$gen" 2>/dev/null'
 	for p in $old; do
-		! kill -0 "$p" 2>/dev/null
+		! kill -0 "$p" 2>/dev/null || { echo "spare $p of the old generation lives" >&2; return 1; }
 	done
 	# A generation killed: its spares die with it, reaped by the master.
 	gen=$(gen_pid ready)
@@ -512,7 +513,9 @@ stats_pids() {
 	submit -o "$D/b" --stats "$D/b.csv" --tasks 0-5 >"$D/b.out" 2>"$D/b.err"
 	[ ! -s "$D/b.err" ]
 	grep -q "tasks 6 of 6 merged" "$D/b.out"
-	for v in $victims; do ! grep -qx "$v" <(stats_pids "$D/b.csv"); done
+	for v in $victims; do
+		! grep -qx "$v" <(stats_pids "$D/b.csv") || { echo "killed standby $v ran a task" >&2; return 1; }
+	done
 	# A reload: the old spares' standbys end with them.
 	old=$(standbys "$gen")
 	submit --reload >/dev/null
@@ -576,7 +579,8 @@ stats_pids() {
 	flags=$(awk '/^flags:/ { print $2 }' "/proc/$master/fdinfo/3")
 	[ $((8#$flags & 8#4000)) -ne 0 ]
 	for p in "$master" "$gen"; do
-		! tr '\0' '\n' <"/proc/$p/environ" | grep -q '^LISTEN_'
+		! tr '\0' '\n' <"/proc/$p/environ" | grep -q '^LISTEN_' ||
+			{ echo "process $p sees LISTEN_*" >&2; return 1; }
 	done
 	run -0 submit -o "$D/out"
 	cowrun -j 2 -o "$D/direct" selftest --tasks 5 >"$D/direct.out"
