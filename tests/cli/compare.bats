@@ -162,7 +162,7 @@ rows() {
 	assert_no_leftovers
 	# cowrun refuses --mode omp for r: asked once, not run, not a failure
 	[ "$(grep -c 'omp left out' <<<"$stderr")" -eq 1 ]
-	! grep -q 'omp -j [0-9]* rep' <<<"$stderr"
+	! grep -q 'omp -j [0-9]* rep' <<<"$stderr" || { echo "omp was run: $stderr" >&2; return 1; }
 	[[ "$stderr" == *"compare: omp left out: r runs no task on a thread: --mode omp is refused"* ]]
 	[ ! -e "$d/r-failures.log" ]
 	grep -qx '# modes: serial fork' "$csv"

@@ -108,7 +108,7 @@ creates() {
 	# cupsd cancelled it (its own logs), it is no longer pending, and
 	# releasing it prints nothing
 	grep -q "\[Job ${id##*-}\] Canceled by \"root\"" "$CUPS_RUN/log/error_log"
-	! lpstat -o room1 | grep -q "^$id "
+	! lpstat -o room1 | grep -q "^$id " || { echo "$id still pending" >&2; return 1; }
 	lpstat -W completed -o room1 | grep -q "^$id "
 	run lp -i "$id" -H resume
 	[ "$status" -ne 0 ]
@@ -302,7 +302,7 @@ cancelled() {
 	[[ "$(cat "$d/err")" != *"leftover processes"* ]]
 	[ -z "$(pending)" ]
 	cancelled $rest
-	! cancelled "$first"
+	! cancelled "$first" || { echo "$first, the released one, was cancelled" >&2; return 1; }
 	for id in $rest; do run lp -i "$id" -H resume; [ "$status" -ne 0 ]; done
 	[ "$(creates)" -eq $((before + 3)) ]
 	[ "$(ls "$d/started" | wc -l)" -eq 3 ]

@@ -94,7 +94,7 @@ assert_task_failed() {
 			# No report for task 3; every joblog line complete, none for task 3.
 			[ ! -e "$d/out/task-000003" ]
 			awk -F'\t' 'NF != 9 { exit 1 }' "$d/log"
-			! grep -q 'task-000003' "$d/log"
+			! grep -q 'task-000003' "$d/log" || { echo "$m $fault: task 3 in the joblog" >&2; return 1; }
 		done
 	done
 }

@@ -58,7 +58,7 @@ metric() {
 	done
 	# Never in the joblog's columns; in its journal's identity, which
 	# a --resume does not compare.
-	! grep -q "$id" "$D/j"
+	! grep -q "$id" "$D/j" || { echo "run id $id in the joblog" >&2; return 1; }
 	grep -a -q "run-id $id" "$D/j.res"
 }
 

@@ -214,7 +214,7 @@ jobs_of() {
 	run --separate-stderr "$LP" --spool "$SPOOL" --printer 3 --job second <<<"x"
 	[ "$status" -eq 75 ]
 	assert_one_line_error "$BUSY"
-	! grep -q second "$SPOOL/printer-3.paper"
+	! grep -q second "$SPOOL/printer-3.paper" || { echo "the refused job printed" >&2; return 1; }
 	[ ! -e "$SPOOL/printer-3.log" ]
 	# Through cowrun, the same refusal fails the task, naming the printer.
 	run --separate-stderr cowrun -j 1 -o "$OUT" --report-to "$LP --spool $SPOOL --printer 3 --job {/}" \

@@ -93,7 +93,7 @@ sink() { printf "sh -c 'cat > %s/spool/{#}'" "$D"; }
 	[ -e "$D/out/task-000003" ]
 	m="$D/out/.cowrun-manifest.selftest"
 	grep -Eq '^routed [0-9a-f]{16} 3$' "$m"
-	! grep -q '^report ' "$m"
+	! grep -q '^report ' "$m" || { echo "a report line in $m" >&2; return 1; }
 	grep -q '^earlier .* task-000003$' "$m"
 	[ "$(tail -1 "$m")" = "end 1" ]
 	assert_no_temporary "$D/out"

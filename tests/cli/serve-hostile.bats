@@ -232,7 +232,7 @@ PY
 
 @test "descriptors the server inherits are closed in the master, its generations and leaders" {
 	exec 7>"$D/inherited"
-	LISTEN_PID=1 LISTEN_FDS=1 start_server -j 1 selftest --tasks 2 --sleep-ms 30000 --mark-start "$D/m"
+	LISTEN_PID=1 LISTEN_FDS=1 start_server -j 1 selftest --tasks 2 --slow 0:30000 --report-bytes 10 --mark-start "$D/m"
 	exec 7>&-
 	"$COWRUN" submit --socket "$S" >/dev/null 2>&1 &
 	c=$!
@@ -245,11 +245,15 @@ PY
 			echo "process $p holds the inherited descriptor" >&2
 			false
 		fi
-		# LISTEN_PID was not its own: no process of the server sees it.
-		! tr '\0' '\n' <"/proc/$p/environ" | grep -q '^LISTEN_'
 	done
 	kill -KILL "$c"
 	wait_for 30 "the batch to be cancelled" status_has "ready, 0 batches running"
+	# LISTEN_PID was not its own: unset, so no program the server starts
+	# sees it.  (Not /proc/PID/environ: it shows what the process was
+	# exec'ed with, which unsetenv() leaves as it was.)
+	run -0 submit -o "$D/o" --tasks 1 --report-to "sh -c 'env >$D/env'"
+	[ -s "$D/env" ]
+	! grep -q '^LISTEN_' "$D/env" || { echo "a --report-to command sees LISTEN_*" >&2; return 1; }
 	stop_server
 	[ "$status" -eq 0 ]
 }
@@ -446,7 +450,7 @@ spares() {
 	submit --reload >/dev/null
 	wait_for 30 "the old generation gone" eval '! kill -0 "$gen" 2>/dev/null'
 	for p in $old; do
-		! kill -0 "$p" 2>/dev/null
+		! kill -0 "$p" 2>/dev/null || { echo "spare $p of the old generation lives" >&2; return 1; }
 	done
 	# A generation killed: its spares die with it, reaped by the master.
 	gen=$(gen_pid ready)
@@ -512,7 +516,9 @@ stats_pids() {
 	submit -o "$D/b" --stats "$D/b.csv" --tasks 0-5 >"$D/b.out" 2>"$D/b.err"
 	[ ! -s "$D/b.err" ]
 	grep -q "tasks 6 of 6 merged" "$D/b.out"
-	for v in $victims; do ! grep -qx "$v" <(stats_pids "$D/b.csv"); done
+	for v in $victims; do
+		! grep -qx "$v" <(stats_pids "$D/b.csv") || { echo "killed standby $v ran a task" >&2; return 1; }
+	done
 	# A reload: the old spares' standbys end with them.
 	old=$(standbys "$gen")
 	submit --reload >/dev/null
@@ -562,7 +568,7 @@ stats_pids() {
 @test "systemd socket activation: started on the first connection, serves the socket it was given, never removes it" {
 	command -v systemd-socket-activate >/dev/null || skip "systemd is not installed (make deps installs it)"
 	"$REAPER" systemd-socket-activate --seqpacket -l "$S" \
-		"$COWRUN" serve --socket "$S" --pidfile "$D/pid" -j 2 selftest --tasks 5 2>>"$D/log" 3>&- &
+		"$COWRUN" serve --socket "$S" --pidfile "$D/pid" -j 2 selftest --tasks 5 --report-bytes 10 2>>"$D/log" 3>&- &
 	srv=$!
 	wait_for 30 "the socket" test -S "$S"
 	# The first connection starts the server; it waits until served.
@@ -570,16 +576,17 @@ stats_pids() {
 	[[ "$output" == *"generation 1 pid "*" ready"* ]]
 	grep -q "serving the socket systemd passed" "$D/log"
 	master=$(cat "$D/pid")
-	gen=$(gen_pid ready)
-	# Descriptor 3 is the socket, non-blocking; the variables are gone.
+	# Descriptor 3 is the socket, non-blocking.
 	[[ "$(readlink "/proc/$master/fd/3")" == socket:* ]]
 	flags=$(awk '/^flags:/ { print $2 }' "/proc/$master/fdinfo/3")
 	[ $((8#$flags & 8#4000)) -ne 0 ]
-	for p in "$master" "$gen"; do
-		! tr '\0' '\n' <"/proc/$p/environ" | grep -q '^LISTEN_'
-	done
+	# The variables are unset: no program the server starts sees them
+	# (see the test of inherited descriptors for why not /proc/PID/environ).
+	run -0 submit -o "$D/rt" --tasks 0 --report-to "sh -c 'env >$D/env'"
+	[ -s "$D/env" ]
+	! grep -q '^LISTEN_' "$D/env" || { echo "a --report-to command sees LISTEN_*" >&2; return 1; }
 	run -0 submit -o "$D/out"
-	cowrun -j 2 -o "$D/direct" selftest --tasks 5 >"$D/direct.out"
+	cowrun -j 2 -o "$D/direct" selftest --tasks 5 --report-bytes 10 >"$D/direct.out"
 	[ "$output" = "$(cat "$D/direct.out")" ]
 	stop_server
 	[ "$status" -eq 0 ]

@@ -67,7 +67,7 @@ load serve-helpers
 	}
 	wait_for 30 "both batches running, 2 + 1 workers" both_running
 	run -0 submit --status
-	! grep -q " [3-9] workers" <<<"$output"
+	! grep -q " [3-9] workers" <<<"$output" || { echo "over the cap: $output" >&2; return 1; }
 	wait "$a"; wait "$b"
 	cowrun -j 2 --tasks 0-5 selftest --tasks 12 --sleep-ms 400 >"$D/a.direct"
 	cowrun -j 2 --tasks 6-11 selftest --tasks 12 --sleep-ms 400 >"$D/b.direct"
@@ -120,7 +120,7 @@ load serve-helpers
 	wait_for eval 'submit --status | grep -q "ready, 0 batches running"'
 	# The workers are gone too: the task's pids in the mark files.
 	for f in "$D"/m/task-*; do
-		! kill -0 "${f##*.}" 2>/dev/null
+		! kill -0 "${f##*.}" 2>/dev/null || { echo "worker ${f##*.} lives" >&2; return 1; }
 	done
 	[ -z "$(ls -A "$D/out")" ]
 	grep -q "generation 1" "$D/log"
