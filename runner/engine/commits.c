@@ -55,33 +55,33 @@ struct commits *commits_open(struct batch *b, unsigned threads, commit_done_fn *
 	return c;
 }
 
-/* The report's temporary and final names, in the batch's directory. */
-static void report_paths(const struct commits *c, const struct attempt *a, char *temp,
-			 char *final, size_t size)
+/* The task's name; its report's temporary and final names in the batch's
+ * directory (each buffer PATH_MAX bytes). */
+static void report_paths(const struct commits *c, const struct attempt *a, char *name,
+			 char *temp, char *final)
 {
 	const struct batch *b = c->batch;
-	char name[COWRUN_NAME_MAX];
 
-	b->workload->task_name(b->state, a->task, name, sizeof name);
-	task_report_paths(temp, final, size, name, a->pid);
+	b->workload->task_name(b->state, a->task, name, COWRUN_NAME_MAX);
+	task_report_paths(temp, final, PATH_MAX, name, a->pid);
 }
 
 /* The fsync of one report has ended (err: 0 or its errno; the temporary
- * closed): the rename, then `done`. */
+ * closed): the rename, then `done`.  A failed task keeps no report, not
+ * even an earlier run's. */
 static int settle(struct commits *c, const struct attempt *a, const void *record, size_t len,
 		  int err)
 {
 	int dirfd = batch_outdir_fd(c->batch);
 	const char *dir = batch_outdir_label(c->batch);
-	char temp[PATH_MAX], final[PATH_MAX], why[PATH_MAX + 80];
+	char name[COWRUN_NAME_MAX], temp[PATH_MAX], final[PATH_MAX], why[PATH_MAX + 80];
 
-	report_paths(c, a, temp, final, sizeof temp);
-	if (err != 0)
-		unlinkat(dirfd, temp, 0);
-	else if (commit_rename_at(dirfd, temp, final) != 0)
-		err = errno;   /* the temporary is removed */
+	report_paths(c, a, name, temp, final);
+	if (err == 0 && commit_rename_at(dirfd, temp, final) != 0)
+		err = errno;
 	if (err == 0)
 		return c->done(c->ctx, a, record, len, NULL);
+	task_remove_report(dirfd, name, a->pid);
 	snprintf(why, sizeof why, "cannot write '%s%s%s': %s", dir ? dir : "", dir ? "/" : "",
 		 final, strerror(err));
 	return c->done(c->ctx, a, record, len, why);
@@ -91,10 +91,10 @@ static int settle(struct commits *c, const struct attempt *a, const void *record
  * Returns the descriptor, or -1 with errno. */
 static int open_handed_over(const struct commits *c, const struct attempt *a)
 {
-	char temp[PATH_MAX], final[PATH_MAX];
+	char name[COWRUN_NAME_MAX], temp[PATH_MAX], final[PATH_MAX];
 	struct stat st;
 
-	report_paths(c, a, temp, final, sizeof temp);
+	report_paths(c, a, name, temp, final);
 	int fd = openat(batch_outdir_fd(c->batch), temp, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return -1;

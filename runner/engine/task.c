@@ -249,6 +249,7 @@ int task_run(struct cowrun_task *t, const void *state, size_t k)
 	t->record_len = 0;
 	t->error[0] = '\0';
 	t->name[0] = '\0';
+	t->handed_over = 0;
 	errno = 0;
 	int rc = t->workload->run(state, k, t);
 	if (rc != 0) {

@@ -187,3 +187,37 @@ yesterday() {
 	[ -z "$(ls -A "$d/out" | grep '^\.' | grep -v '^\.cowrun-manifest\.')" ]
 	[ "$(awk -F'\t' 'NR > 1 && $7 == 0 && $8 == 0 { n++ } END { print n }' "$d/log")" -eq 3 ]
 }
+
+@test "fork mode: a handed-over report the parent cannot commit fails its task, naming the file, and leaves no report, not even yesterday's" {
+	d=$BATS_TEST_TMPDIR
+	# run() of item-1 removes its own report's temporary file once written,
+	# as a disk that lost it would: the parent finds nothing to fsync.
+	cat >"$d/lose.py" <<'PY'
+import glob, os
+import cowrun
+
+def setup(argv):
+    return argv[0]
+
+def tasks(state):
+    return ["item-0", "item-1", "item-2"]
+
+def run(state, i, name):
+    with cowrun.report() as f:
+        f.write(name + "\n")
+        f.flush()
+        if name == "item-1":
+            for temp in glob.glob(os.path.join(state, ".item-1.*.tmp")):
+                os.unlink(temp)
+    return i
+PY
+	mkdir "$d/out" && echo yesterday >"$d/out/item-1"
+	run --separate-stderr cowrun -j 2 -o "$d/out" python "$d/lose.py" "$d/out"
+	[ "$status" -eq 1 ] || { echo "status $status: $stderr" >&2; return 1; }
+	assert_no_leftovers
+	[[ "$stderr" == *"task 1 (item-1) failed: cannot write '$d/out/item-1': No such file or directory"* ]] ||
+		{ echo "$stderr" >&2; return 1; }
+	[ ! -e "$d/out/item-1" ]
+	[ "$(cat "$d/out/item-0" "$d/out/item-2")" = "item-0"$'\n'"item-2" ]
+	[ -z "$(ls -A "$d/out" | grep '^\.' | grep -v '^\.cowrun-manifest\.')" ]
+}
