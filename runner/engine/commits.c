@@ -146,6 +146,11 @@ int commits_poll_fd(const struct commits *c)
 	return c && c->in_flight ? fsync_ahead_fd(c->fsyncs) : -1;
 }
 
+unsigned commits_threads(const struct commits *c)
+{
+	return c ? fsync_ahead_threads(c->fsyncs) : 0;
+}
+
 size_t commits_in_flight(const struct commits *c)
 {
 	return c ? c->in_flight : 0;

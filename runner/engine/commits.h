@@ -44,6 +44,10 @@ int commits_finish(struct commits *c, int wait);
 
 size_t commits_in_flight(const struct commits *c);
 
+/* The threads that fsync (NULL: none).  They take no lock a forked child
+ * could need: a fork beside them is still a fork of one thread. */
+unsigned commits_threads(const struct commits *c);
+
 /* Finish every commit in flight, then free the table (NULL: nothing). */
 void commits_close(struct commits *c);
 

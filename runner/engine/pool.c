@@ -185,7 +185,8 @@ static pid_t start_worker(struct pool *p, size_t i, const int fds[2], uint64_t *
 		}
 	}
 	fflush(NULL); /* else buffered output would be written twice */
-	size_t threads = procstat_threads();
+	/* The parent's own fsync threads (commits.h) aside. */
+	size_t threads = procstat_threads() - commits_threads(p->commits);
 	if (threads > p->stats->threads_at_fork)
 		p->stats->threads_at_fork = threads;
 	uint64_t t0 = now_ns();

@@ -188,6 +188,11 @@ unsigned fsync_ahead_ended(struct fsync_ahead *a, uint64_t *tags, int *errs, uns
 	return n;
 }
 
+unsigned fsync_ahead_threads(const struct fsync_ahead *a)
+{
+	return a->nthreads;   /* only the caller's thread changes it */
+}
+
 unsigned fsync_ahead_pending(const struct fsync_ahead *a)
 {
 	return a->used;   /* only the caller's thread changes it downwards */

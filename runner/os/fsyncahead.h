@@ -34,6 +34,9 @@ int fsync_ahead_start(struct fsync_ahead *a, int fd, uint64_t tag);
 unsigned fsync_ahead_ended(struct fsync_ahead *a, uint64_t *tags, int *errs, unsigned max,
 			   int wait);
 
+/* The threads running (0 before the first job). */
+unsigned fsync_ahead_threads(const struct fsync_ahead *a);
+
 /* Queued and not yet collected. */
 unsigned fsync_ahead_pending(const struct fsync_ahead *a);
 

@@ -175,10 +175,13 @@ yesterday() {
 	# Task 2 kills its worker, whose task 1 was handed over just before:
 	# its report is in place and its result counted; task 1 ran once.
 	mkdir "$d/marks"
-	run --separate-stderr cowrun -j 1 --joblog "$d/log" -o "$d/out" selftest --tasks 4 --report-bytes 100 --crash 2:SIGKILL --mark-start "$d/marks"
+	run --separate-stderr cowrun -v -j 1 --joblog "$d/log" -o "$d/out" selftest --tasks 4 --report-bytes 100 --crash 2:SIGKILL --mark-start "$d/marks"
 	[ "$status" -eq 1 ] || { echo "status $status: $stderr" >&2; return 1; }
 	assert_no_leftovers
 	[[ "$stderr" == *"task 2 "*"killed by SIGKILL"* ]]
+	# The replacement was forked beside the parent's fsync threads, which
+	# hold nothing a worker needs: a fork of one thread still.
+	[[ "$stderr" == *", 2 forks, "*", threads at fork 1"* ]] || { echo "$stderr" >&2; return 1; }
 	[ "$(ls "$d/marks" | grep -c '^task-000001\.')" -eq 1 ]
 	for k in 0 1 3; do
 		[ "$(wc -c <"$d/out/task-00000$k")" -eq 100 ] || { echo "task $k: no report" >&2; return 1; }
