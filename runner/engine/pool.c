@@ -206,8 +206,9 @@ static pid_t start_worker(struct pool *p, size_t i, const int fds[2], uint64_t *
 }
 
 /* A signal for worker `pid` goes to its process group (it leads one):
- * the commands its task spawned die with it.  A worker that has not yet
- * made its group gets it alone. */
+ * what its task forked on its own (system(), a subprocess) gets it too;
+ * a report command has its supervisor (os/command_run.h).  A worker that
+ * has not yet made its group gets it alone. */
 static void signal_worker(pid_t pid, int sig)
 {
 	if (kill(-pid, sig) != 0 && errno == ESRCH)
@@ -539,8 +540,8 @@ static int wait_group_until(pid_t pgid, uint64_t deadline)
 }
 
 /*
- * Reap worker `pid` and what it left in its process group, so no command
- * a task spawned outlives the worker, and a replacement in the slot (its
+ * Reap worker `pid` and what it left in its process group, so no process
+ * a task forked outlives the worker, and a replacement in the slot (its
  * {%}) never runs beside the previous command.  Returns what
  * reap_child() does.
  *
