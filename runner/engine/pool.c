@@ -513,15 +513,6 @@ static void worker_left(struct pool *p, size_t i)
 	worker_ended(p, i, 0);
 }
 
-void pool_reap_later(void)
-{
-	for (size_t i = 0; i < leaving.n; i++)
-		reap_child(leaving.pids[i], NULL);
-	free(leaving.pids);
-	leaving.pids = NULL;
-	leaving.n = leaving.cap = 0;
-}
-
 /* Wait, until `deadline` at most, for the members left of group `pgid`
  * (ours: the pool is a subreaper) to end.  Returns 1 if some are still
  * running then, 0 if none is left. */
@@ -570,6 +561,17 @@ static pid_t reap_worker_group(pid_t pid, int *status, uint64_t grace_until)
 	while (waitpid(-pid, NULL, 0) > 0 || errno == EINTR)
 		;
 	return got;
+}
+
+/* A leaving worker's group goes as a reaped one's does: what a task of
+ * its forked and left running (a served batch's) ends with it. */
+void pool_reap_later(void)
+{
+	for (size_t i = 0; i < leaving.n; i++)
+		reap_worker_group(leaving.pids[i], NULL, 0);
+	free(leaving.pids);
+	leaving.pids = NULL;
+	leaving.n = leaving.cap = 0;
 }
 
 /*
