@@ -207,8 +207,9 @@ static pid_t start_worker(struct pool *p, size_t i, const int fds[2], uint64_t *
 }
 
 /* A signal for worker `pid` goes to its process group (it leads one):
- * the commands its task spawned die with it.  A worker that has not yet
- * made its group gets it alone. */
+ * what its task forked on its own (system(), a subprocess) gets it too;
+ * a report command has its supervisor (os/command_run.h).  A worker that
+ * has not yet made its group gets it alone. */
 static void signal_worker(pid_t pid, int sig)
 {
 	if (kill(-pid, sig) != 0 && errno == ESRCH)
@@ -513,15 +514,6 @@ static void worker_left(struct pool *p, size_t i)
 	worker_ended(p, i, 0);
 }
 
-void pool_reap_later(void)
-{
-	for (size_t i = 0; i < leaving.n; i++)
-		reap_child(leaving.pids[i], NULL);
-	free(leaving.pids);
-	leaving.pids = NULL;
-	leaving.n = leaving.cap = 0;
-}
-
 /* Wait, until `deadline` at most, for the members left of group `pgid`
  * (ours: the pool is a subreaper) to end.  Returns 1 if some are still
  * running then, 0 if none is left. */
@@ -540,8 +532,8 @@ static int wait_group_until(pid_t pgid, uint64_t deadline)
 }
 
 /*
- * Reap worker `pid` and what it left in its process group, so no command
- * a task spawned outlives the worker, and a replacement in the slot (its
+ * Reap worker `pid` and what it left in its process group, so no process
+ * a task forked outlives the worker, and a replacement in the slot (its
  * {%}) never runs beside the previous command.  Returns what
  * reap_child() does.
  *
@@ -570,6 +562,17 @@ static pid_t reap_worker_group(pid_t pid, int *status, uint64_t grace_until)
 	while (waitpid(-pid, NULL, 0) > 0 || errno == EINTR)
 		;
 	return got;
+}
+
+/* A leaving worker's group goes as a reaped one's does: what a task of
+ * its forked and left running (a served batch's) ends with it. */
+void pool_reap_later(void)
+{
+	for (size_t i = 0; i < leaving.n; i++)
+		reap_worker_group(leaving.pids[i], NULL, 0);
+	free(leaving.pids);
+	leaving.pids = NULL;
+	leaving.n = leaving.cap = 0;
 }
 
 /*

@@ -105,6 +105,31 @@ teardown() {
 	[ "$took" -lt 30000 ] || { echo "the run took $took ms" >&2; return 1; }
 }
 
+@test "--timeout: a task's own child (fork and exec, no supervisor) gets SIGTERM and the grace period with it; one left behind by a task that succeeded dies with its worker" {
+	# Each task runs child.sh, in its worker's process group.  The first
+	# one waits, so its task times out; on SIGTERM it waits until the
+	# parent reaped its worker (a group with its grace period), then says
+	# so.  The other leaves a sleep behind and succeeds: it must not hold
+	# the run up when its worker exits (60 s: only a broken run waits).
+	d=$BATS_TEST_TMPDIR
+	cat >"$d/child.sh" <<-EOF
+		#!/bin/sh
+		if mkdir "$d/first" 2>/dev/null; then
+		    trap 'while kill -0 \$PPID 2>/dev/null; do sleep 0.05; done; echo term >"$d/term"; exit 0' TERM
+		    sleep 60 & wait
+		else
+		    sleep 60 >/dev/null 2>&1 &
+		fi
+	EOF
+	chmod +x "$d/child.sh"
+	REAPER_TIMEOUT=30 run --separate-stderr cowrun -j 2 --timeout 1 selftest --tasks 2 --fork-exec "$d/child.sh"
+	[ "$status" -eq 1 ] || { echo "status $status: $stderr" >&2; return 1; }
+	assert_no_leftovers
+	[[ "$stderr" == *"failed: timed out after 1.000 s (--timeout)"* ]]
+	[[ "$output" == "tasks 1 of 2 merged"* ]]
+	[ "$(cat "$d/term")" = term ]
+}
+
 # halt_after_kill POLICY SLEEP_MS: 6 tasks of SLEEP_MS at -j 2 with
 # --halt POLICY and a joblog; once both workers run a task, SIGKILL the
 # first one, so its task fails.  Sets d, victim, status, err.

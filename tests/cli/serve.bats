@@ -241,6 +241,22 @@ PY
 	[ "$status" -eq 0 ]
 }
 
+@test "a task's own child left running in a served batch dies with its worker, as in a direct run" {
+	# Each task forks a sleep that outlives it (in its worker's process
+	# group, no supervisor) and leaves its pid; the served workers exit
+	# after their last frame, reaped after the reply (60 s: only a broken
+	# server waits for them).
+	printf '#!/bin/sh\nsleep 60 >/dev/null 2>&1 &\necho $! >"$0.$$"\n' >"$D/bg.sh"
+	chmod +x "$D/bg.sh"
+	start_server -j 2 selftest --tasks 2 --fork-exec "$D/bg.sh"
+	run -0 submit -o "$D/out"
+	[[ "$output" == "tasks 2 of 2 merged"* ]]
+	[ "$(cat "$D"/bg.sh.* | wc -l)" -eq 2 ]
+	wait_for 30 "the tasks' children to die" all_dead $(cat "$D"/bg.sh.*)
+	stop_server
+	[ "$status" -eq 0 ]
+}
+
 @test "a thousand quick requests: no zombie, the leaders all reaped" {
 	# Under check-asan on a loaded 2-core machine the thousand requests
 	# took longer than the reaper's default 600 s, which then killed the
