@@ -1,8 +1,8 @@
 /*
  * fsyncahead.c - fsyncs on a few threads of this process (fsyncahead.h).
- * A queue of jobs under one mutex: the threads take the oldest waiting
- * job, fsync it, mark it ended and write to an eventfd; the caller
- * collects ended jobs in any order.  Nothing on these threads allocates,
+ * A queue of jobs under one mutex: a thread takes the waiting jobs, oldest
+ * first, fsyncs them, marks them ended and writes to an eventfd; the
+ * caller collects ended jobs in any order.  Nothing on these threads allocates,
  * takes a lock a forked child could need, or sees a signal.
  *
  * Why threads and not Linux AIO's IOCB_CMD_FSYNC, tried first: an AIO
@@ -17,7 +17,9 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <fcntl.h>
 #include <sys/eventfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #define MAX_THREADS 8
@@ -38,7 +40,8 @@ struct fsync_ahead {
 	pthread_t thread[MAX_THREADS];
 	unsigned nthreads, want_threads, capacity, used, waiting;
 	uint64_t next_seq;
-	int stop, ended_fd;
+	int stop, urgent, ended_fd;
+	uint64_t window_ns;      /* how long a lone job waits for company */
 	struct job *jobs;
 };
 
@@ -53,25 +56,69 @@ static struct job *oldest_waiting(struct fsync_ahead *a)
 	return best;
 }
 
+/*
+ * Group commit.  A thread takes every waiting job at once (up to
+ * BATCH_MAX), starts each file's writeback, then fsyncs them in turn: the
+ * files' new blocks join one journal transaction, which the first fsync
+ * commits for all, so the others only wait for their data.  A lone job
+ * waits up to BATCH_WINDOW_NS for company, unless someone waits for a job
+ * to end (the pool at its end, a full table): then none waits.  Measured
+ * on the R example (compare/bench-r's CSV, -j 2, 6 interleaved runs each
+ * on the 2-core VM): task phase 0.508 s (0.502-0.521) with the window,
+ * 0.519 s (0.508-0.580) without, mclapply's 0.506 s (0.487-0.522).
+ */
+#define BATCH_MAX 32
+#define BATCH_WINDOW_NS 10000000u
+
+/* Wait, under the lock, until a job waits (then, unless someone waits for
+ * one to end, until the oldest has waited window_ns, for company). */
+static int wait_for_batch(struct fsync_ahead *a)
+{
+	while (a->waiting == 0 && !a->stop)
+		pthread_cond_wait(&a->wake, &a->lock);
+	if (a->waiting == 0)
+		return 0;
+	struct timespec until;
+	clock_gettime(CLOCK_MONOTONIC, &until);
+	until.tv_nsec += (long)a->window_ns;
+	if (until.tv_nsec >= 1000000000L) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000L;
+	}
+	while (a->window_ns && !a->urgent && !a->stop && a->waiting < BATCH_MAX &&
+	       pthread_cond_timedwait(&a->wake, &a->lock, &until) == 0)
+		;
+	return 1;
+}
+
 static void *fsync_thread(void *arg)
 {
 	struct fsync_ahead *a = arg;
 	uint64_t one = 1;
+	struct job *batch[BATCH_MAX];
 
 	pthread_mutex_lock(&a->lock);
-	for (;;) {
+	while (wait_for_batch(a)) {
+		unsigned n = 0;
 		struct job *j;
-		while ((j = oldest_waiting(a)) == NULL && !a->stop)
-			pthread_cond_wait(&a->wake, &a->lock);
-		if (j == NULL)
-			break;
-		j->state = JOB_RUNNING;
-		a->waiting--;
+		while (n < BATCH_MAX && (j = oldest_waiting(a)) != NULL) {
+			j->state = JOB_RUNNING;
+			a->waiting--;
+			batch[n++] = j;
+		}
 		pthread_mutex_unlock(&a->lock);
-		int err = fsync(j->fd) != 0 ? errno : 0;
+		/* Start every file's writeback first: their blocks join one
+		 * journal transaction, which the first fsync commits for all. */
+		for (unsigned i = 0; n > 1 && i < n; i++)
+			sync_file_range(batch[i]->fd, 0, 0, SYNC_FILE_RANGE_WRITE);
+		int errs[BATCH_MAX];
+		for (unsigned i = 0; i < n; i++)
+			errs[i] = fsync(batch[i]->fd) != 0 ? errno : 0;
 		pthread_mutex_lock(&a->lock);
-		j->err = err;
-		j->state = JOB_ENDED;
+		for (unsigned i = 0; i < n; i++) {
+			batch[i]->err = errs[i];
+			batch[i]->state = JOB_ENDED;
+		}
 		pthread_cond_broadcast(&a->ended);
 		/* Counted by the caller's read; a full counter cannot happen. */
 		if (write(a->ended_fd, &one, sizeof one) < 0)
@@ -107,9 +154,14 @@ struct fsync_ahead *fsync_ahead_open(unsigned threads, unsigned capacity)
 	if (a->ended_fd < 0)
 		goto fail;
 	pthread_mutex_init(&a->lock, NULL);
-	pthread_cond_init(&a->wake, NULL);
+	pthread_condattr_t monotonic;
+	pthread_condattr_init(&monotonic);
+	pthread_condattr_setclock(&monotonic, CLOCK_MONOTONIC);
+	pthread_cond_init(&a->wake, &monotonic);
+	pthread_condattr_destroy(&monotonic);
 	pthread_cond_init(&a->ended, NULL);
 	a->want_threads = threads < MAX_THREADS ? threads : MAX_THREADS;
+	a->window_ns = BATCH_WINDOW_NS;
 	return a;
 fail:
 	if (a != NULL) {
@@ -175,6 +227,10 @@ unsigned fsync_ahead_ended(struct fsync_ahead *a, uint64_t *tags, int *errs, uns
 	if (read(a->ended_fd, &count, sizeof count) < 0)
 		count = 0;
 	pthread_mutex_lock(&a->lock);
+	if (wait) {   /* someone waits: no job waits for company */
+		a->urgent = 1;
+		pthread_cond_broadcast(&a->wake);
+	}
 	while ((n = take_ended(a, tags, errs, max)) == 0 && wait && a->used > 0)
 		pthread_cond_wait(&a->ended, &a->lock);
 	/* Some left behind (more than max ended): make the caller look again. */
