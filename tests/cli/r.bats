@@ -102,6 +102,14 @@ workers alive at merge 0" ]
 	[[ "$stderr" == *"profile says hello"* ]]
 	[[ "$stderr" == *"cowrun: r: R version 4."*", R_HOME /usr/lib/R; packages from: "*"/usr/lib/R/library"* ]]
 	[[ "$stderr" == *"alive at fork"* ]]
+	# The parent's collections before the fork end with R's own full one,
+	# so a worker's first 120 collections hold no full one (R makes every
+	# 126th collection full): none marks and copies the setup's pages.
+	[[ "$stderr" == *"cowrun: r: before the fork: "*" collections, the last R's own full one"* ]]
+	RT_GCS=120 run --separate-stderr cowrun -j 1 -o "$d/gcs" r "$BATCH" 1
+	[ "$status" -eq 0 ] || { echo "status $status: $stderr" >&2; return 1; }
+	[ "$(grep -c '^Garbage collection .* (level [0-9])' <<<"$stderr")" -eq 120 ]
+	! grep -q '(level 2)' <<<"$stderr" || { echo "a full collection in the worker" >&2; return 1; }
 }
 
 @test "r: --resume refuses a file the script source()d, changed" {

@@ -30,6 +30,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #if !defined(COWRUN_R_HOME) || !defined(COWRUN_R_SHARE_DIR)
@@ -161,10 +162,19 @@ static const char helper_source[] =
 /* Everything R prints (print(), cat() without a file, message(), its
  * warnings) goes to stderr: stdout carries the summary only.  While
  * finish() runs, its ordinary output (otype 0) is the summary's. */
+/* While r_full_gc() watches R's collections: their reports (gc(verbose =
+ * TRUE)) are read for "(level 2)", not printed. */
+static int watching_gc, saw_full_gc;
+
 static void console_write(const char *buf, int len, int otype)
 {
 	FILE *to = otype == 0 && console_out != NULL ? console_out : stderr;
 
+	if (watching_gc) {
+		if (len > 0 && memmem(buf, (size_t)len, "(level 2)", 9) != NULL)
+			saw_full_gc = 1;
+		return;
+	}
 	if (len > 0)
 		fwrite(buf, 1, (size_t)len, to);
 }
@@ -735,15 +745,50 @@ SEXP r_function(const char *name, int *bad)
 	return f;
 }
 
-/* Measured with --stats (5M rows, a factor, a double and 5M distinct
- * strings; 4 tasks per worker at -j 2): each worker's Private_Dirty at
- * its exit 197 MB with this collection, 806-918 MB without (the worker's
- * own collections wrote into the setup's young objects), the run 38.9 s
- * against 54.6 s.  A full collection leaves the setup in R's oldest
- * generation, which a worker's minor collections do not visit. */
+/*
+ * A full collection before the fork, and as far from the next as R's
+ * counters allow.  Measured with --stats (5M rows, a factor, a double and
+ * 5M distinct strings; 4 tasks per worker at -j 2): each worker's
+ * Private_Dirty at its exit 197 MB with a full collection, 806-918 MB
+ * without (the worker's own collections wrote into the setup's young
+ * objects), the run 38.9 s against 54.6 s.  A full collection leaves the
+ * setup in R's oldest generation, which a worker's minor collections do
+ * not visit.
+ *
+ * But a worker inherits R's collection counters too: every 21st
+ * collection is a level 1 and every 126th a level 2, a full one
+ * (memory.c: LEVEL_0_FREQ 20, LEVEL_1_FREQ 5, each counted down past
+ * zero; gc(full = TRUE) leaves the counters as they were).  A worker whose count reaches that full
+ * collection marks every object of the setup, copying the pages: on the
+ * example (5M rows) a worker that ran 68 tasks or more had 52-55 MiB
+ * private against 20 MiB up to 66, and under a busy CPU one worker does
+ * take 68 of 120.  So the parent runs minor collections (cheap: the young
+ * generation is all but empty) until R makes one a full collection
+ * itself, which restarts both counters: a worker then has 126
+ * collections before its first full one (100 tasks of the example at 22
+ * MiB).  gc(full = TRUE) only if none came within a cycle.
+ */
+#define GC_CYCLE 126
 void r_full_gc(void)
 {
-	r_do("invisible(gc(full = TRUE))");
+	struct timespec t0, t1;
+	int minor = 0;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	watching_gc = 1;
+	saw_full_gc = 0;
+	while (minor < GC_CYCLE && !saw_full_gc &&
+	       r_do("invisible(gc(verbose = TRUE, full = FALSE))") == 0)
+		minor++;
+	watching_gc = 0;
+	if (!saw_full_gc && r_do("invisible(gc(full = TRUE))") == 0)
+		minor++;
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	if (cowrun_verbosity() > 0)
+		cowrun_error("before the fork: %d collection%s, the last %s (%.3f s)", minor,
+			     minor == 1 ? "" : "s", saw_full_gc ? "R's own full one: a worker's "
+			     "first full one comes after 126 of its own" : "forced full",
+			     (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9);
 }
 
 void r_compile_script(void)
