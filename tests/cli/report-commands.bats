@@ -288,9 +288,12 @@ plain_reports() {
 	diff -r -x '.cowrun-manifest.*' "$BATS_TEST_TMPDIR/plain" "$SPOOL"
 }
 
-@test "--timeout signals the worker's whole group: a sink gets SIGTERM too, and the grace period to cancel its job" {
+@test "--timeout reaches a sink too: SIGTERM from its supervisor, and the grace period to cancel its job" {
 	# The sink traps SIGTERM and takes a moment to cancel (0.3 s, well
 	# inside the 2 s grace a task gets); SIGKILL alone would give it none.
+	# The sink runs in a group of its own under cowrun-supervise, which
+	# passes the worker's end on (tests/cli/robust.bats has a task's own
+	# child, in the worker's group, that the parent signals).
 	sink="sh -c 'trap \"sleep 0.3; echo cancelled > $SPOOL/term.{#}; exit 1\" TERM; cat > /dev/null; [ {#} != 2 ] || { sleep 300 & wait; }'"
 	# (4 s: the sink must have set its trap by then, even on a loaded machine.)
 	run --separate-stderr cowrun -j 2 -o "$OUT" --timeout 4 --report-to "$sink" $SELF
