@@ -87,14 +87,6 @@ static struct sigaction pipe_before;
 static struct child *volatile live;
 static volatile unsigned nlive;
 
-static uint64_t now_ns(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
-
 static int write_all(int fd, const void *p, size_t n)
 {
 	const char *b = p;
@@ -161,18 +153,18 @@ static int child_item(struct pool *p, Py_ssize_t i, int res)
 {
 	struct msg m = { .index = (uint64_t)i };
 	PyObject *payload = NULL;
-	uint64_t t0 = now_ns();
+	uint64_t t0 = py_now_ns();
 
 	py_set_item_seed(item_seed(i));
 	PyObject *r = py_reseed(item_seed(i)) == 0
 		? PyObject_CallOneArg(p->fn, PyList_GET_ITEM(p->items, i)) : NULL;
-	m.ns = now_ns() - t0;
+	m.ns = py_now_ns() - t0;
 	if (r == NULL) {
 		payload = failure_payload("");
 	} else {
-		t0 = now_ns();
+		t0 = py_now_ns();
 		payload = py_pickle(r);
-		m.pickle_ns = now_ns() - t0;
+		m.pickle_ns = py_now_ns() - t0;
 		if (payload == NULL) {
 			char prefix[200];
 			snprintf(prefix, sizeof prefix, "fn returned a %.80s, which cannot be pickled: ",
@@ -397,9 +389,9 @@ static void take_message(struct pool *p, struct child *c)
 		item_failed(p, i, payload);
 		payload = NULL;   /* item_failed() took it */
 	} else if (i < p->failed) {
-		uint64_t t0 = now_ns();
+		uint64_t t0 = py_now_ns();
 		PyObject *r = PyObject_CallOneArg(pickle_loads, payload);
-		p->unpickle_ns += now_ns() - t0;
+		p->unpickle_ns += py_now_ns() - t0;
 		if (r == NULL)
 			item_failed(p, i, failure_payload("its result could not be unpickled here: "));
 		else
@@ -634,7 +626,7 @@ PyObject *py_parallel(PyObject *self, PyObject *args)
 	if (py_parallel_refused("parallel") != 0 || threads_refused() != 0 ||
 	    pool_init(&p, fn, items) != 0)
 		goto out;
-	uint64_t t0 = now_ns();
+	uint64_t t0 = py_now_ns();
 	watch_signals(&p, 1);
 	int failed = p.n > 0 && (start_children(&p) != 0 || drive(&p) != 0);
 	if (failed)
@@ -644,7 +636,7 @@ PyObject *py_parallel(PyObject *self, PyObject *args)
 		goto out;
 	cowrun_setup_forked(p.nchildren);
 	if (cowrun_verbosity() > 0 && p.n > 0)
-		say_items(&p, now_ns() - t0);
+		say_items(&p, py_now_ns() - t0);
 	if (p.failure != NULL)
 		raise_failure(&p);
 	else

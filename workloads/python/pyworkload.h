@@ -37,6 +37,17 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <time.h>
+
+/* CLOCK_MONOTONIC in nanoseconds, for the timings pool.c and state.c
+ * report. */
+static inline uint64_t py_now_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
 
 /* ---- interp.c ---- */
 

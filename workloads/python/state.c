@@ -393,14 +393,6 @@ static PyObject *cw_state_seconds(PyObject *self, PyObject *unused)
 	return PyFloat_FromDouble((double)spent_ns / 1e9);
 }
 
-static uint64_t now_ns(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
-
 static PyMethodDef state_methods[] = {
 	{ "writable", cw_writable, METH_VARARGS,
 	  "writable(*arrays): in setup(), arrays (numpy, or a frame's or series' blocks) that "
@@ -486,7 +478,7 @@ static int fresh_fork_per_task(void)
 
 void py_state_before_run(PyObject *state, size_t k, PyObject *name)
 {
-	uint64_t start = now_ns();
+	uint64_t start = py_now_ns();
 
 	if (fresh_fork_per_task())
 		return;
@@ -509,7 +501,7 @@ void py_state_before_run(PyObject *state, size_t k, PyObject *name)
 		detector_failed();
 	if (guard_on)
 		guard_set("protect");
-	spent_ns += now_ns() - start;
+	spent_ns += py_now_ns() - start;
 }
 
 /* Compare the state with the baseline: a change is kept to be said. */
@@ -532,7 +524,7 @@ static void detect_change(PyObject *state, size_t k, PyObject *name)
 void py_state_after_run(PyObject *state, size_t k, PyObject *name)
 {
 	PyObject *type, *value, *tb;
-	uint64_t start = now_ns();
+	uint64_t start = py_now_ns();
 
 	if (fresh_fork_per_task())
 		return;
@@ -542,7 +534,7 @@ void py_state_after_run(PyObject *state, size_t k, PyObject *name)
 	if (baseline != NULL && !change_seen)
 		detect_change(state, k, name);
 	PyErr_Restore(type, value, tb);
-	spent_ns += now_ns() - start;
+	spent_ns += py_now_ns() - start;
 }
 
 /* merge() in a process that runs tasks (serial mode): the state changes
