@@ -108,8 +108,7 @@ int results_create(struct results_writer *w, const char *path, const char *ident
 {
 	memset(w, 0, sizeof *w);
 	snprintf(w->final, sizeof w->final, "%s", path);
-	w->fd = temp_name_beside(w->temp, sizeof w->temp, path) == 0
-		? create_new_at(AT_FDCWD, w->temp, O_WRONLY, 0666) : -1;
+	w->fd = create_temp_beside_at(AT_FDCWD, path, w->temp, sizeof w->temp, 0666);
 	if (w->fd < 0) {
 		warnx_("cannot create '%s': %s", w->temp, strerror(errno));
 		return -1;

@@ -147,12 +147,17 @@ int commit_stream_at(int dirfd, FILE *f, const char *temp, const char *path, int
 	return err != 0 ? commit_failed(dirfd, temp, err) : commit_rename_at(dirfd, temp, path);
 }
 
+int create_temp_beside_at(int dirfd, const char *path, char *temp, size_t size, mode_t mode)
+{
+	return temp_name_beside(temp, size, path) == 0 ? create_new_at(dirfd, temp, O_WRONLY, mode)
+						       : -1;
+}
+
 int commit_new_file_at(int dirfd, const char *path, const void *data, size_t size, mode_t mode,
 		       int flags)
 {
 	char temp[PATH_MAX];
-	int fd = temp_name_beside(temp, sizeof temp, path) == 0
-		? create_new_at(dirfd, temp, O_WRONLY, mode) : -1;
+	int fd = create_temp_beside_at(dirfd, path, temp, sizeof temp, mode);
 
 	if (fd < 0)
 		return -1;   /* nothing of ours to remove */

@@ -33,6 +33,11 @@ int temp_name_beside(char *temp, size_t size, const char *path);
  * (the caller closes it), or -1 with errno (EEXIST: something is there). */
 int create_new_at(int dirfd, const char *path, int flags, mode_t mode);
 
+/* The two above together: a new file under a temporary name beside
+ * `path` (its name into temp, `size` bytes), relative to dirfd, open for
+ * writing.  Returns the descriptor, or -1 with errno. */
+int create_temp_beside_at(int dirfd, const char *path, char *temp, size_t size, mode_t mode);
+
 /* An unnamed regular file (O_TMPFILE) in the directory `path`'s last
  * name is in, opened flags | O_TMPFILE | O_CLOEXEC (flags: O_WRONLY or
  * O_RDWR; never O_EXCL, so it can be named), mode & ~umask: it has no

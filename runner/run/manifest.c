@@ -519,8 +519,7 @@ static int write_manifest(const struct batch *b, const struct owner *o, int dirf
 {
 	char temp[NAME_MAX + 64];
 	FILE *f = NULL;
-	int fd = temp_name_beside(temp, sizeof temp, file) == 0
-		? create_new_at(dirfd, temp, O_WRONLY, 0666) : -1;
+	int fd = create_temp_beside_at(dirfd, file, temp, sizeof temp, 0666);
 
 	if (fd >= 0 && (f = fdopen(fd, "w")) == NULL)
 		close(fd);

@@ -81,8 +81,7 @@ static void write_body(FILE *f, const struct run_metrics *m)
 int metrics_write(const char *path, const struct run_metrics *m)
 {
 	char temp[PATH_MAX];
-	int fd = temp_name_beside(temp, sizeof temp, path) == 0
-		? create_new_at(AT_FDCWD, temp, O_WRONLY, 0644) : -1;
+	int fd = create_temp_beside_at(AT_FDCWD, path, temp, sizeof temp, 0644);
 	FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
 
 	if (f == NULL) {

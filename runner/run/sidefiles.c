@@ -399,8 +399,8 @@ static int timeline_open(struct sidefiles_temp *t, const char *path, int given)
 
 	if (given >= 0)
 		snprintf(t->temp, sizeof t->temp, "%s", path);
-	else if (temp_name_beside(t->temp, sizeof t->temp, path) == 0)
-		fd = create_new_at(AT_FDCWD, t->temp, O_WRONLY, 0666);
+	else
+		fd = create_temp_beside_at(AT_FDCWD, path, t->temp, sizeof t->temp, 0666);
 	t->f = fd >= 0 ? fdopen(fd, "w") : NULL;
 	if (t->f == NULL) {
 		if (fd >= 0)

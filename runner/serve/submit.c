@@ -336,8 +336,7 @@ static int create_temp(struct side_temp *t, const char *final)
 	t->fd = create_unnamed_beside(final, O_WRONLY, 0666);
 	if (t->fd >= 0 || (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL))
 		return t->fd;
-	if (temp_name_beside(t->name, sizeof t->name, final) == 0)
-		t->fd = create_new_at(AT_FDCWD, t->name, O_WRONLY, 0666);
+	t->fd = create_temp_beside_at(AT_FDCWD, final, t->name, sizeof t->name, 0666);
 	return t->fd;
 }
 
