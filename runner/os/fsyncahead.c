@@ -41,7 +41,6 @@ struct fsync_ahead {
 	unsigned nthreads, want_threads, capacity, used, waiting;
 	uint64_t next_seq;
 	int stop, urgent, ended_fd;
-	uint64_t window_ns;      /* how long a lone job waits for company */
 	struct job *jobs;
 };
 
@@ -71,7 +70,7 @@ static struct job *oldest_waiting(struct fsync_ahead *a)
 #define BATCH_WINDOW_NS 10000000u
 
 /* Wait, under the lock, until a job waits (then, unless someone waits for
- * one to end, until the oldest has waited window_ns, for company). */
+ * one to end, up to BATCH_WINDOW_NS for company). */
 static int wait_for_batch(struct fsync_ahead *a)
 {
 	while (a->waiting == 0 && !a->stop)
@@ -80,12 +79,12 @@ static int wait_for_batch(struct fsync_ahead *a)
 		return 0;
 	struct timespec until;
 	clock_gettime(CLOCK_MONOTONIC, &until);
-	until.tv_nsec += (long)a->window_ns;
+	until.tv_nsec += (long)BATCH_WINDOW_NS;
 	if (until.tv_nsec >= 1000000000L) {
 		until.tv_sec++;
 		until.tv_nsec -= 1000000000L;
 	}
-	while (a->window_ns && !a->urgent && !a->stop && a->waiting < BATCH_MAX &&
+	while (!a->urgent && !a->stop && a->waiting < BATCH_MAX &&
 	       pthread_cond_timedwait(&a->wake, &a->lock, &until) == 0)
 		;
 	return 1;
@@ -161,7 +160,6 @@ struct fsync_ahead *fsync_ahead_open(unsigned threads, unsigned capacity)
 	pthread_condattr_destroy(&monotonic);
 	pthread_cond_init(&a->ended, NULL);
 	a->want_threads = threads < MAX_THREADS ? threads : MAX_THREADS;
-	a->window_ns = BATCH_WINDOW_NS;
 	return a;
 fail:
 	if (a != NULL) {
@@ -240,7 +238,7 @@ unsigned fsync_ahead_ended(struct fsync_ahead *a, uint64_t *tags, int *errs, uns
 	pthread_mutex_unlock(&a->lock);
 	count = 1;
 	if (more && write(a->ended_fd, &count, sizeof count) < 0)
-		return n;
+		return n;   /* a counter that cannot grow is readable anyway */
 	return n;
 }
 

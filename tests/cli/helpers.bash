@@ -130,6 +130,16 @@ sigkill_background_run() {
 	[ "$status" -eq 99 ] || { echo "status $status: $(cat "$1")" >&2; return 1; }
 }
 
+# wait_background ERRFILE: wait for the backgrounded reaper $bg and clear
+# it; sets $status to its exit status and $err to ERRFILE, the run's
+# stderr.
+wait_background() {
+	status=0
+	wait "$bg" || status=$?
+	bg=
+	err=$(cat "$1")
+}
+
 # all_dead PID...: whether every pid given has died: gone, or a zombie not
 # yet reaped.
 all_dead() {

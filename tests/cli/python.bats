@@ -407,10 +407,7 @@ assert_nothing_written() {
 	bg=$!
 	wait_for 30 "two tasks to start" marks_at_least "$d/marks" start 2
 	kill -TERM "$(cowrun_of "$bg")"
-	status=0
-	wait "$bg" || status=$?
-	bg=
-	err=$(cat "$d/err")
+	wait_background "$d/err"
 	[ "$status" -eq 143 ] || { echo "status $status: $err" >&2; return 1; }
 	[ ! -s "$d/first" ]
 	[[ "$err" != *"Traceback"* && "$err" != *"KeyboardInterrupt"* ]] || { echo "$err" >&2; return 1; }

@@ -128,10 +128,7 @@ tempdir kept, extra none" ]
 			wait_for 30 "the halt" grep -q "letting running tasks finish" "$d/err"
 			touch "$d/marks/release"
 		fi
-		status=0
-		wait "$bg" || status=$?
-		bg=
-		err=$(cat "$d/err")
+		wait_background "$d/err"
 		[ "$status" -eq 1 ] || { echo "$when: status $status: $err" >&2; return 1; }
 		[ ! -s "$d/first" ]
 		[[ "$err" == *"cowrun: r: task 0 (item-00) failed: Error in run(state, i, name): missing store item-00"* ]]

@@ -134,10 +134,7 @@ workers alive at merge 0" ]
 		bg=$!
 		wait_for 30 "two tasks to start" marks_at_least "$d/marks" start 2
 		kill -"$sig" "$(cowrun_of "$bg")"
-		status=0
-		wait "$bg" || status=$?
-		bg=
-		err=$(cat "$d/err")
+		wait_background "$d/err"
 		want=143
 		[ "$sig" = TERM ] || want=130
 		[ "$status" -eq "$want" ] || { echo "SIG$sig: status $status: $err" >&2; return 1; }

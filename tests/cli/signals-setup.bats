@@ -63,10 +63,7 @@ start_in_setup() {
 		# The setup never ends by itself: only the handler ends the run.
 		wait_for 5 "cowrun to end after SIG$sig" all_dead "$cow"
 		took=$(( ($(date +%s%N) - start) / 1000000 ))
-		status=0
-		wait "$bg" || status=$?
-		bg=
-		err=$(cat "$d/err")
+		wait_background "$d/err"
 		want=$((128 + $(kill -l "$sig")))
 		[ "$status" -eq "$want" ] || { echo "SIG$sig: status $status, not $want: $err" >&2; return 1; }
 		[ "$err" = "cowrun: interrupted (SIG$sig) during the setup: no task was started" ] ||
@@ -89,10 +86,7 @@ start_in_setup() {
 	bg=$!
 	wait_for 30 "two tasks to start" started_at_least "$d/started" 2
 	kill -HUP "$(cowrun_of "$bg")"
-	status=0
-	wait "$bg" || status=$?
-	bg=
-	err=$(cat "$d/err")
+	wait_background "$d/err"
 	[ "$status" -eq 129 ] || { echo "status $status: $err" >&2; return 1; }
 	[ ! -s "$d/out.txt" ]
 	[[ "$err" == "cowrun: interrupted: "*" not started; rerun with --resume" ]] || { echo "$err" >&2; return 1; }
