@@ -19,7 +19,7 @@ trace_run() {
 }
 
 # merged_trace: every traced call of every thread, in the order they
-# happened (an fsync where it ended), each line "PROCESS CALL": the
+# happened (an fsync or an open where it ended), each line "PROCESS CALL": the
 # process is the thread group's first thread (a thread's birth in its
 # parent's trace: clone with CLONE_THREAD).
 merged_trace() {
@@ -29,7 +29,9 @@ merged_trace() {
 	/clone3?\(.*CLONE_THREAD/ && match($0, /= [0-9]+ </) { print "T", substr($0, RSTART + 2, RLENGTH - 4) + 0, tid; next }
 	$1 ~ /^[0-9]+\.[0-9]+$/ {
 		at = $1; line = $0; sub(/^[^ ]+ /, "", line)
-		if (line ~ /^fsync\(/ && match(line, /<[0-9.]+>$/)) at += substr(line, RSTART + 1, RLENGTH - 2)
+		# An fsync counts where it ended, an open where its descriptor
+		# came (another thread may have closed that number meanwhile).
+		if (line ~ /^(fsync|openat)\(/ && match(line, /<[0-9.]+>$/)) at += substr(line, RSTART + 1, RLENGTH - 2)
 		sub(/ <[0-9.]+>$/, "", line)
 		printf "C %.6f %s %s\n", at, tid, line
 	}' "$dir"/t.* | sort -k1,1r -k2,2n |
